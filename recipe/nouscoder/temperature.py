@@ -86,6 +86,12 @@ def request_sampling_params(sampling_params: dict[str, Any], temperature: Any, v
 class StagedTemperatureAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
     """verl's TransferQueue agent-loop worker, taking each request's temperature from its prompt."""
 
+    def __init__(self, *args, **kwargs):
+        # Defined here on purpose: without it Ray pickles the inherited verl ``__init__`` by value, and its
+        # ``super()`` then names a copy of verl's class that is not in this actor's MRO ("super(type, obj): obj must
+        # be an instance or subtype of type" when the worker starts).
+        super().__init__(*args, **kwargs)
+
     async def _run_agent_loop(self, sampling_params, trajectory, *, agent_name, trace=True, **kwargs):
         temperature = kwargs.pop(TEMPERATURE_FIELD, None)
         sampling_params = request_sampling_params(sampling_params, temperature, trajectory["validate"])
