@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import hydra
@@ -30,7 +31,10 @@ from omegaconf import DictConfig, open_dict
 from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
-from verl.utils.device import auto_set_device
+from verl.utils.device import auto_set_device, get_resource_name
+
+from recipe.nouscoder.cluster_check import ClusterTooSmall, check_cluster
+from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run
 
 CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
 REWARD_MODULE = "reward_fns.verl_reward"
@@ -91,6 +95,7 @@ class _NousCoderTaskRunner(TaskRunnerV1.__ray_actor_class__):
         register_recipe_trainers()  # this actor's process is where verl's get_trainer_cls looks the trainer up
 
     def run(self, config: DictConfig) -> None:
+        check_cluster(config, ray.nodes(), get_resource_name())
         if "file" in config.trainer.logger:
             os.environ["VERL_FILE_LOGGER_PATH"] = str(metrics_file(config.trainer.default_local_dir))
         super().run(config)
@@ -102,15 +107,23 @@ NousCoderTaskRunner = ray.remote(num_cpus=1)(_NousCoderTaskRunner)
 def run(config: DictConfig) -> None:
     """Validate the composed config with verl's own checks and run verl's trainer flow."""
     register_recipe_trainers()
-    auto_set_device(config)
     prepare_config(config)
+    if is_cpu_mode(config):
+        prepare_cpu_run(config)
+    auto_set_device(config)
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     run_ppo(config, task_runner_class=NousCoderTaskRunner)
 
 
 @hydra.main(config_path=str(config_dir()), config_name="dapo_32k", version_base=None)
 def main(config: DictConfig) -> None:
-    run(config)
+    try:
+        run(config)
+    except ray.exceptions.RayTaskError as error:
+        if not isinstance(error.cause, ClusterTooSmall):
+            raise
+        print(f"recipe.nouscoder.main: error: {error.cause}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":
