@@ -84,19 +84,46 @@ def compute_step_metrics(
     return metrics
 
 
-def reward_infos_from_extra_fields(extra_fields: Iterable[Any]) -> list[dict[str, Any]]:
-    """Per-sample reward dicts of verl's V1 path: ``extra_fields[i]["reward_extra_info"]`` ({} where missing).
+def extra_field_values(extra_fields: Iterable[Any], key: str) -> list[Any]:
+    """``extra_fields[i][key]`` of each rollout (None where missing).
 
-    The agent loop's ``_compute_score`` stores the reward manager's dict there for every rollout it graded;
     TransferQueue may hand each element back wrapped in ``NonTensorData`` (unwrapped here, as verl's replay buffer
     does).
     """
-    infos = []
+    values = []
     for fields in extra_fields:
         fields = getattr(fields, "data", fields)
-        info = fields.get("reward_extra_info") if isinstance(fields, Mapping) else None
-        infos.append(dict(info) if isinstance(info, Mapping) else {})
-    return infos
+        values.append(fields.get(key) if isinstance(fields, Mapping) else None)
+    return values
+
+
+def reward_infos_from_extra_fields(extra_fields: Iterable[Any]) -> list[dict[str, Any]]:
+    """Per-sample reward dicts of verl's V1 path: ``extra_fields[i]["reward_extra_info"]`` ({} where missing).
+
+    The agent loop's ``_compute_score`` stores the reward manager's dict there for every rollout it graded.
+    """
+    return [
+        dict(info) if isinstance(info, Mapping) else {}
+        for info in extra_field_values(extra_fields, "reward_extra_info")
+    ]
+
+
+def known_answer_metrics(extra_fields: Sequence[Any]) -> dict[str, float]:
+    """``nouscoder/known_answers/*`` of a step whose rollouts came from the CPU rollout with known answers on.
+
+    The ``hf_cpu`` server marks every response with ``extra_fields["known_answer"]`` (the bundled program's kind, or
+    "" for the model's own text) only while that test/demo option is on, so these keys appear exactly when it is:
+    ``active`` (1.0), ``replaced`` (count) and ``replaced_fraction`` of the step's rollouts.
+    """
+    marks = [mark for mark in extra_field_values(extra_fields, "known_answer") if mark is not None]
+    if not marks:
+        return {}
+    replaced = sum(1 for mark in marks if mark)
+    return {
+        "nouscoder/known_answers/active": 1.0,
+        "nouscoder/known_answers/replaced": float(replaced),
+        "nouscoder/known_answers/replaced_fraction": replaced / len(extra_fields),
+    }
 
 
 def executed_tests(info: Mapping[str, Any]) -> int:

@@ -32,6 +32,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from transfer_queue import KVBatchMeta
 from verl import DataProto
 from verl.trainer.ppo.v1 import PPOTrainerSeparateAsync, PPOTrainerSync, register_trainer
+from verl.trainer.ppo.v1 import trainer_separate_async as verl_separate_async
 from verl.utils.dataset.rl_dataset import collate_fn
 
 from recipe.nouscoder.dynamic_sampling import CAPPED_BUFFER_OF, CappedGroupFilterMixin
@@ -42,7 +43,13 @@ from recipe.nouscoder.online_filter import (
     fully_solved_problems,
     load_problem_id_list,
 )
-from recipe.nouscoder.step_metrics import compute_step_metrics, grading_metrics, reward_infos_from_extra_fields
+from recipe.nouscoder.server_client import ExtraFieldsClient
+from recipe.nouscoder.step_metrics import (
+    compute_step_metrics,
+    grading_metrics,
+    known_answer_metrics,
+    reward_infos_from_extra_fields,
+)
 from recipe.nouscoder.temperature import MANAGER_CLASS_FQN, TemperatureSchedule, attach_temperature
 from verl_ext.advantage_inputs import advantage_inputs_from_fields, provide_advantage_inputs
 from verl_ext.estimator_options import MicrocoderOptions
@@ -53,6 +60,27 @@ logger.setLevel(os.getenv("VERL_LOGGING_LEVEL", "INFO"))
 ROLLOUT_FIELDS = ["uid", "responses", "response_mask", "rm_scores", "advantages", "extra_info", "extra_fields"]
 NON_TENSOR_FIELDS = ("uid", "extra_info", "extra_fields")
 MICROCODER_ESTIMATOR = "microcoder_grpo"
+
+
+class _DropPrintKeywords(logging.LoggerAdapter):
+    """A logger that ignores ``print``'s ``flush=`` keyword instead of raising ``TypeError``.
+
+    verl 0.9.1's ``PPOTrainerSeparateAsync._setup`` logs ``logger.info(..., flush=True)`` when
+    ``actor_rollout_ref.hybrid_engine=false`` (every async config of this recipe); ``Logger._log`` has no ``flush``
+    argument, so at the default INFO level the trainer dies at init. Installed on that module's logger only.
+    """
+
+    def process(self, msg, kwargs):
+        kwargs.pop("flush", None)
+        return msg, kwargs
+
+
+def tolerate_flush_keyword_in_verl_logs() -> None:
+    if not isinstance(verl_separate_async.logger, _DropPrintKeywords):
+        verl_separate_async.logger = _DropPrintKeywords(verl_separate_async.logger, {})
+
+
+tolerate_flush_keyword_in_verl_logs()
 
 
 def nouscoder_options(config: DictConfig) -> DictConfig:
@@ -269,7 +297,9 @@ class NousCoderTrainerMixin:
         if isinstance(self.replay_buffer, CappedGroupFilterMixin):
             metrics.update(self.replay_buffer.take_stats().as_metrics())
         if "extra_fields" in rollouts.non_tensor_batch:
-            metrics.update(grading_metrics(reward_infos_from_extra_fields(rollouts.non_tensor_batch["extra_fields"])))
+            extra_fields = rollouts.non_tensor_batch["extra_fields"]
+            metrics.update(grading_metrics(reward_infos_from_extra_fields(extra_fields)))
+            metrics.update(known_answer_metrics(extra_fields))
         if self.nouscoder.metrics.enable:
             metrics.update(
                 compute_step_metrics(
@@ -317,3 +347,7 @@ class NousCoderSeparateAsyncTrainer(NousCoderTrainerMixin, PPOTrainerSeparateAsy
     """verl's separate-rollout asynchronous trainer with the NousCoder extensions."""
 
     base_trainer_mode = "separate_async"
+
+    def get_llm_client(self):
+        """verl's partial-rollout client, keeping the rollout server's ``extra_fields`` (server_client.py)."""
+        return self.standalone_server_manager.get_client(client_cls=ExtraFieldsClient)
