@@ -6,7 +6,6 @@ Composes verl 0.9.1's trainer config (`pkg://verl.trainer.config`, found through
 
 - the recipe's trainers (`recipe.nouscoder.trainer`: `nouscoder_sync`, `nouscoder_separate_async`) are registered
   in the driver and, through `NousCoderTaskRunner`, in the TaskRunner process where verl looks the trainer up;
-- `reward.custom_reward_function.path`, when left empty, is set to the installed `reward_fns/verl_reward.py`;
 - `trainer.default_local_dir` (RUN_DIR) is made absolute and verl's file logger writes to RUN_DIR/metrics.jsonl
   (an existing one is kept as metrics.<k>.jsonl, since verl's FileLogger truncates), which is what
   `python -m recipe.nouscoder.select_checkpoint RUN_DIR` reads.
@@ -20,7 +19,6 @@ composed config and exits (no Ray, no GPU), `--resolve` resolves it, `--config-d
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -37,7 +35,6 @@ from recipe.nouscoder.cluster_check import ClusterTooSmall, check_cluster
 from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run
 
 CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
-REWARD_MODULE = "reward_fns.verl_reward"
 METRICS_FILE_NAME = "metrics.jsonl"
 
 
@@ -53,19 +50,9 @@ def config_dir() -> Path:
     return directory
 
 
-def reward_function_path() -> str:
-    """File path of the installed reward module (verl loads `custom_reward_function.path` as a file)."""
-    spec = importlib.util.find_spec(REWARD_MODULE)
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError(f"{REWARD_MODULE} is not importable: install this package (pip install -e .).")
-    return spec.origin
-
-
 def prepare_config(config: DictConfig) -> None:
-    """Fill the machine-dependent values the configs leave empty (reward file, absolute RUN_DIR)."""
+    """Make RUN_DIR (``trainer.default_local_dir``) absolute: Ray workers do not share the driver's cwd."""
     with open_dict(config):
-        if not config.reward.custom_reward_function.path:
-            config.reward.custom_reward_function.path = reward_function_path()
         config.trainer.default_local_dir = str(Path(config.trainer.default_local_dir).expanduser().resolve())
 
 

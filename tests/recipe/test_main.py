@@ -1,4 +1,4 @@
-"""recipe.nouscoder.main: config printing, help, and what it adds to verl's flow (reward file, RUN_DIR, metrics)."""
+"""recipe.nouscoder.main: config printing, help, and what it adds to verl's flow (reward path, RUN_DIR, metrics)."""
 
 import os
 import subprocess
@@ -10,9 +10,10 @@ import ray
 import yaml
 from omegaconf import OmegaConf
 from verl.trainer.main_ppo import TaskRunnerV1
+from verl.trainer.ppo.reward import get_custom_reward_fn
 from verl.trainer.ppo.v1 import get_trainer_cls
-from verl.utils.import_utils import load_extern_object
 
+import reward_fns.async_score
 from recipe.nouscoder import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,30 +59,22 @@ def test_help_lists_every_experiment_config_and_flag(tmp_path: Path) -> None:
         assert flag in text, flag
 
 
-def test_prepare_config_fills_the_reward_file_and_an_absolute_run_dir(tmp_path: Path, monkeypatch) -> None:
+def test_prepare_config_makes_the_run_dir_absolute(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    config = OmegaConf.create(
-        {
-            "reward": {"custom_reward_function": {"path": None, "name": "compute_score"}},
-            "trainer": {"default_local_dir": "checkpoints/nouscoder/dapo_32k"},
-        }
-    )
+    config = OmegaConf.create({"trainer": {"default_local_dir": "checkpoints/nouscoder/dapo_32k"}})
     main.prepare_config(config)
-    reward_file = Path(config.reward.custom_reward_function.path)
-    assert reward_file == REPO / "reward_fns" / "verl_reward.py"
-    assert callable(load_extern_object(module_path=str(reward_file), object_name="compute_score"))  # verl's loader
     assert config.trainer.default_local_dir == str(tmp_path / "checkpoints" / "nouscoder" / "dapo_32k")
 
 
-def test_prepare_config_keeps_a_reward_file_the_user_gave(tmp_path: Path) -> None:
-    config = OmegaConf.create(
-        {
-            "reward": {"custom_reward_function": {"path": "/opt/my_reward.py", "name": "score"}},
-            "trainer": {"default_local_dir": str(tmp_path)},
-        }
-    )
-    main.prepare_config(config)
-    assert config.reward.custom_reward_function.path == "/opt/my_reward.py"
+def test_the_configs_grade_through_the_ray_pool_which_verl_loads(tmp_path: Path) -> None:
+    """The default reward is the Ray grading pool, by a `pkg://` path that verl's own loader resolves."""
+    printed = yaml.safe_load(_run_main("--config-name", "dapo_32k", "--cfg", "job", cwd=tmp_path).stdout)
+    reward = printed["reward"]["custom_reward_function"]
+    assert reward["path"] == "pkg://reward_fns.async_score"
+    loaded = get_custom_reward_fn(OmegaConf.create({"reward": {"custom_reward_function": reward}}))
+    raw_function, reward_kwargs = loaded.args
+    assert raw_function is reward_fns.async_score.compute_score
+    assert reward_kwargs["pool_reserved_cpus_per_node"] == 24
 
 
 def test_metrics_file_keeps_earlier_segments(tmp_path: Path) -> None:
