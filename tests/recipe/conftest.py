@@ -2,6 +2,7 @@
 stand-in for TransferQueue's key-value API (``kv_batch_get`` / ``kv_batch_put``) as verl's V1 trainer calls it."""
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -133,3 +134,23 @@ def tq_store(monkeypatch) -> InMemoryTransferQueue:
     monkeypatch.setattr(transfer_queue, "kv_batch_get", store.kv_batch_get)
     monkeypatch.setattr(transfer_queue, "kv_batch_put", store.kv_batch_put)
     return store
+
+
+@pytest.fixture(scope="session")
+def sample_data_dir(tmp_path_factory) -> Path:
+    """train/test parquet of the bundled sample, built once by the real data_prep CLI entry."""
+    from data_prep.build_deepcoder_mix import main as build_data
+
+    out = Path(tmp_path_factory.mktemp("sample_data"))
+    assert build_data(["--from", "sample", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(sample_data_dir: Path) -> Path:
+    """The CPU mode's tiny Qwen2 + tokenizer, built once from the sample's prompts."""
+    from recipe.nouscoder.cpu.tiny_model import build_tiny_model
+
+    out = sample_data_dir.parent / "tiny_qwen2"
+    build_tiny_model([sample_data_dir / "train.parquet", sample_data_dir / "test.parquet"], out)
+    return out

@@ -48,3 +48,17 @@ def test_pass_threshold_moves_the_pass_rule(kit):
     metrics = compute_step_metrics(batch, max_response_length=4, pass_threshold=1.0)
     assert metrics["nouscoder/pass_rate"] == 0.5
     assert metrics["nouscoder/groups/mixed"] == 1
+
+
+def test_known_answer_metrics_appear_only_when_the_cpu_option_marked_rollouts():
+    from tensordict import NonTensorData
+
+    from recipe.nouscoder.step_metrics import known_answer_metrics
+
+    assert known_answer_metrics([{"reward_extra_info": {}}, {}]) == {}
+    marked = [{"known_answer": "reference"}, NonTensorData({"known_answer": ""}), {"known_answer": "wrong_answer"}, {}]
+    assert known_answer_metrics(marked) == {
+        "nouscoder/known_answers/active": 1.0,
+        "nouscoder/known_answers/replaced": 2.0,
+        "nouscoder/known_answers/replaced_fraction": 0.5,
+    }

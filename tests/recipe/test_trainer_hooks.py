@@ -115,6 +115,35 @@ def test_separate_async_trainer_builds_with_async_capped_buffer(tmp_path):
     assert type(trainer.replay_buffer) is CappedReplayBufferAsync
 
 
+def test_separate_async_setup_without_hybrid_engine_logs_at_info_level(tmp_path, monkeypatch):
+    """verl's ``_setup`` logs ``logger.info(..., flush=True)`` when hybrid_engine=false: a TypeError at INFO level
+    unless the recipe's logger fix is in place (every async config of the recipe sets hybrid_engine=false)."""
+    from verl.trainer.ppo.v1 import trainer_base, trainer_separate_async
+
+    config = make_config(tmp_path, mode="nouscoder_separate_async")
+    with open_dict(config):
+        config.actor_rollout_ref.hybrid_engine = False
+        config.actor_rollout_ref.rollout.nnodes = 1
+        config.actor_rollout_ref.rollout.n_gpus_per_node = 1
+        config.actor_rollout_ref.rollout.checkpoint_engine.backend = "nccl"
+        config.trainer.v1.separate_async.parameter_sync_step = 1
+    trainer = NousCoderSeparateAsyncTrainer(config)
+
+    class NoServers:
+        server_addresses, server_handles, rollout_replicas = [], [], []
+
+        def get_replicas(self):
+            return []
+
+    monkeypatch.setattr(trainer_base.PPOTrainer, "_setup", lambda self: setattr(self, "llm_server_manager", NoServers()))
+    monkeypatch.setattr(trainer_separate_async.LLMServerManager, "create", lambda **kwargs: NoServers())
+    monkeypatch.setattr(trainer_separate_async, "CheckpointEngineManager", lambda **kwargs: None)
+    trainer_separate_async.logger.setLevel("INFO")
+    trainer.actor_rollout_wg = None
+    trainer._setup()  # reaches verl's logger.info(..., flush=True)
+    assert trainer.current_mode.value == "trainer"
+
+
 def test_config_errors_say_what_to_do(tmp_path):
     config = make_config(tmp_path)
     with open_dict(config):

@@ -2,8 +2,9 @@
 
 Run by test_verl_ext_actor_step.py in a subprocess (it sets process-wide state: the verl platform, a 1-process gloo
 group). What it takes to run verl 0.9.1's actor on CPU:
-- verl falls back to its CUDA platform when no accelerator is found, so a minimal CPU platform is installed with
-  `verl.plugin.platform.platform_manager.set_platform` before the engine modules are imported;
+- verl falls back to its CUDA platform when no accelerator is found, so the CPU mode's platform
+  (`recipe.nouscoder.cpu.platform`) is installed with `verl.plugin.platform.platform_manager.set_platform` before the
+  engine modules are imported;
 - the FSDP engine is registered for cuda/npu only, so `VERL_ENGINE_DEVICE=cuda` selects its class (it then runs on
   the "cpu" device of the platform above); FSDP2 shards over a 1-process gloo group;
 - the model is a 2-layer Qwen2 built from a config and saved to a temporary directory (nothing downloaded), with
@@ -22,107 +23,13 @@ import os
 import socket
 import sys
 import tempfile
-import types
-from contextlib import contextmanager
 
 os.environ["VERL_ENGINE_DEVICE"] = "cuda"
 
 import torch  # noqa: E402
-from verl.plugin.platform.platform_base import PlatformBase  # noqa: E402
 from verl.plugin.platform.platform_manager import set_platform  # noqa: E402
 
-
-def _zero(*_args, **_kwargs) -> int:
-    return 0
-
-
-CPU_DEVICE_MODULE = types.SimpleNamespace(
-    is_available=lambda: True,
-    current_device=lambda: "cpu",
-    device_count=lambda: 1,
-    set_device=lambda _index: None,
-    synchronize=lambda *_args: None,
-    manual_seed=torch.manual_seed,
-    manual_seed_all=torch.manual_seed,
-    empty_cache=lambda: None,
-    max_memory_allocated=_zero,
-    max_memory_reserved=_zero,
-    memory_allocated=_zero,
-    memory_reserved=_zero,
-    reset_peak_memory_stats=lambda *_args: None,
-    mem_get_info=lambda *_args: (0, 0),
-    get_device_name=lambda *_args: "CPU",
-    get_rng_state=torch.get_rng_state,
-    set_rng_state=torch.set_rng_state,
-    is_initialized=lambda: True,
-)
-
-
-class CPUPlatform(PlatformBase):
-    """The smallest verl platform that runs the FSDP engine on the CPU with gloo."""
-
-    device_name = "cpu"
-    vendor_name = "cpu"
-    device_module = CPU_DEVICE_MODULE
-
-    def is_available(self) -> bool:
-        return True
-
-    def current_device(self) -> str:
-        return "cpu"
-
-    def device_count(self) -> int:
-        return 1
-
-    def set_device(self, device_index: int) -> None:
-        pass
-
-    def synchronize(self, device_index=None) -> None:
-        pass
-
-    def manual_seed(self, seed: int) -> None:
-        torch.manual_seed(seed)
-
-    def manual_seed_all(self, seed: int) -> None:
-        torch.manual_seed(seed)
-
-    def set_allocator_settings(self, settings: str) -> None:
-        pass
-
-    def empty_cache(self) -> None:
-        pass
-
-    def get_device_capability(self, device_index: int = 0):
-        return None, None
-
-    def communication_backend_name(self) -> str:
-        return "gloo"
-
-    def visible_devices_envvar(self) -> str:
-        return "CPU_VISIBLE_DEVICES"
-
-    @contextmanager
-    def nvtx_range(self, msg: str):
-        yield
-
-    def profiler_start(self) -> None:
-        pass
-
-    def profiler_stop(self) -> None:
-        pass
-
-    def ray_resource_name(self) -> str:
-        return "CPU"
-
-    def ray_noset_envvars(self) -> list[str]:
-        return []
-
-    def is_ipc_supported(self) -> bool:
-        return False
-
-    def cudart(self):
-        return None
-
+from recipe.nouscoder.cpu.platform import CPUPlatform  # noqa: E402
 
 set_platform(CPUPlatform())
 

@@ -1,0 +1,120 @@
+"""recipe.nouscoder.cpu.rollout: the hf_cpu generation server (in process, no Ray): batching, log-probs as verl
+expects them, abort/resume for partial rollout, strict weight loading, known answers."""
+
+import asyncio
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from verl.workers.config import HFModelConfig, RolloutConfig
+
+from recipe.nouscoder.cpu.rollout import CPUEngineOptions, CPUGenerationServer
+from tests.recipe.test_cpu_known_answers import prompt_of
+
+LOGPROB_TOLERANCE = 2e-5
+
+
+def make_server(model_dir, response_length=48, **engine_kwargs) -> CPUGenerationServer:
+    config = RolloutConfig(
+        name="hf_cpu",
+        prompt_length=512,
+        response_length=response_length,
+        max_num_seqs=8,
+        tensor_model_parallel_size=1,
+        engine_kwargs={"hf_cpu": engine_kwargs},
+    )
+    return CPUGenerationServer(config, HFModelConfig(path=str(model_dir)), replica_rank=0)
+
+
+def prompt_ids(tokenizer, problem_id: str) -> list[int]:
+    return tokenizer(prompt_of(problem_id))["input_ids"]
+
+
+def reference_log_probs(model_dir, prompt: list[int], tokens: list[int], temperature: float) -> list[float]:
+    """log softmax(logits / T) of each response token from one unpadded forward pass of the saved model."""
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager")
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + tokens])).logits[0, len(prompt) - 1 : -1]
+    return torch.log_softmax(logits / temperature, dim=-1)[torch.arange(len(tokens)), torch.tensor(tokens)].tolist()
+
+
+def test_concurrent_requests_run_as_one_batch_with_the_models_log_probs(tiny_model_dir):
+    server = make_server(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    prompts = [prompt_ids(tokenizer, p) for p in ("coin_purse", "mirror_word", "tree_trail")]
+    params = {"temperature": 0.7, "top_p": 1.0, "top_k": -1, "logprobs": True}
+
+    async def run():
+        return await asyncio.gather(*(server.generate(p, dict(params), f"r{i}") for i, p in enumerate(prompts)))
+
+    outputs = asyncio.run(run())
+    assert server.batches_run == 1
+    for prompt, output in zip(prompts, outputs, strict=True):
+        assert 1 <= len(output.token_ids) <= 48 and output.stop_reason == "completed"
+        assert len(output.log_probs) == len(output.token_ids)
+        expected = reference_log_probs(tiny_model_dir, prompt, output.token_ids, temperature=0.7)
+        assert output.log_probs == pytest.approx(expected, abs=LOGPROB_TOLERANCE)
+        if tokenizer.eos_token_id in output.token_ids:
+            assert output.token_ids.index(tokenizer.eos_token_id) == len(output.token_ids) - 1
+
+
+def test_top_k_and_max_tokens_are_honoured(tiny_model_dir):
+    server = make_server(tiny_model_dir)
+    prompt = prompt_ids(AutoTokenizer.from_pretrained(tiny_model_dir), "coin_purse")
+    output = asyncio.run(server.generate(prompt, {"temperature": 1.0, "top_k": 5, "max_tokens": 7, "logprobs": True}, "r"))
+    assert len(output.token_ids) <= 7
+    # processed log-probs over the 5 kept tokens: each is at least log(1/5) above the full-vocabulary value
+    full = reference_log_probs(tiny_model_dir, prompt, output.token_ids, temperature=1.0)
+    assert all(p > f for p, f in zip(output.log_probs, full, strict=True))
+
+
+def test_abort_returns_partial_tokens_and_holds_new_requests_until_resume(tiny_model_dir):
+    server = make_server(tiny_model_dir, response_length=400)
+    prompt = prompt_ids(AutoTokenizer.from_pretrained(tiny_model_dir), "coin_purse")
+    params = {"temperature": 1.0, "ignore_eos": True, "logprobs": True}
+
+    async def run():
+        running = asyncio.create_task(server.generate(prompt, dict(params), "long"))
+        await asyncio.sleep(0.3)
+        aborted = await server.abort_all_requests()
+        parked = asyncio.create_task(server.generate(prompt, {**params, "max_tokens": 3}, "parked"))
+        partial = await running
+        await asyncio.sleep(0.2)
+        assert not parked.done()  # held while the weights would be synced
+        await server.resume_generation()
+        return aborted, partial, await parked
+
+    aborted, partial, parked = asyncio.run(run())
+    assert aborted["aborted_count"] == 1
+    assert partial.stop_reason == "aborted" and 0 < len(partial.token_ids) < 400
+    assert len(partial.log_probs) == len(partial.token_ids)
+    assert parked.stop_reason == "completed" and len(parked.token_ids) == 3
+
+
+def test_weight_loading_is_strict_and_versioned(tiny_model_dir):
+    server = make_server(tiny_model_dir)
+    state = {name: torch.zeros_like(tensor) for name, tensor in server.model.state_dict().items()}
+    assert asyncio.run(server.load_weights(state, global_steps=4)) == 1
+    assert server.get_state() == {"weight_version": 1, "global_steps": 4, "queued": 0}
+    assert all(torch.count_nonzero(tensor) == 0 for tensor in server.model.state_dict().values())
+    state.pop("lm_head.weight")
+    with pytest.raises(ValueError, match="missing"):
+        asyncio.run(server.load_weights(state))
+
+
+def test_known_answers_are_the_bundled_programs_scored_by_the_model(tiny_model_dir):
+    server = make_server(tiny_model_dir, response_length=256, known_answers={"fraction": 1.0})
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    prompt = prompt_ids(tokenizer, "coin_purse")
+    expected = server.known_answers.answers["coin_purse"][0]
+    output = asyncio.run(server.generate(prompt, {"temperature": 1.0, "logprobs": True}, "r"))
+    assert output.extra_fields["known_answer"] == expected.kind
+    assert tokenizer.decode(output.token_ids) == expected.text + tokenizer.eos_token
+    assert output.log_probs == pytest.approx(
+        reference_log_probs(tiny_model_dir, prompt, output.token_ids, 1.0), abs=LOGPROB_TOLERANCE
+    )
+
+
+def test_engine_options_reject_unknown_keys():
+    with pytest.raises(ValueError, match="engine_kwargs.hf_cpu"):
+        CPUEngineOptions.from_rollout_config(RolloutConfig(name="hf_cpu", engine_kwargs={"hf_cpu": {"thread": 2}}))
