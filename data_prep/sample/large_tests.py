@@ -1,8 +1,9 @@
 """Large hidden tests (megabytes of input), generated on demand and cached, never committed.
 
-Two problems get them: ``inversion_audit`` (about 2.3 MB of input: N = 10^5 random amounts plus N = 10^5 amounts
-with many repeats) and ``courier_routes`` (about 1.5 MB: 50,000 depots and 60,000 roads with weights up to 10^9, so
-shortest times exceed 10^9). Expected outputs come from the trusted reference, run in-process. Files are cached under
+Two problems get them: ``inversion_audit`` (about 4.2 MB of input: N = 2 * 10^5 random amounts plus N = 10^5
+amounts with many repeats) and ``courier_routes`` (about 3.3 MB: 10^5 depots and 1.4 * 10^5 roads with weights up to
+10^9, so shortest times exceed 10^9). Their sizes make each bundled quadratic ``time_limit`` program need >= 10^10
+steps, too slow on any machine by a wide margin. Expected outputs come from the trusted reference, run in-process. Files are cached under
 ``$NOUSCODER_CACHE/sample/large-v<VERSION>/`` (default cache root ``~/.cache/nouscoder-verl``); bump ``VERSION``
 whenever a generator or a reference changes.
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from data_prep.sample.build_sample import PROBLEMS_DIR, seeded_rng
 from data_prep.sample.inprocess import run_stdin_program
 
-VERSION = "3"
+VERSION = "4"
 logger = logging.getLogger(__name__)
 
 
@@ -33,15 +34,15 @@ def cache_dir() -> Path:
 
 
 def inversion_inputs(rng: random.Random) -> list[str]:
-    """N = 10^5 amounts up to 10^18 (about 1.9 MB), then N = 10^5 amounts with many repeats (about 0.4 MB)."""
-    spread = [str(rng.randint(1, 10**18)) for _ in range(100_000)]
+    """N = 2 * 10^5 amounts up to 10^18 (about 3.8 MB), then N = 10^5 amounts with many repeats (about 0.4 MB)."""
+    spread = [str(rng.randint(1, 10**18)) for _ in range(200_000)]
     repeats = [str(rng.randint(1, 1000)) for _ in range(100_000)]
     return [f"{len(values)}\n{' '.join(values)}\n" for values in (spread, repeats)]
 
 
 def courier_inputs(rng: random.Random) -> list[str]:
-    """50,000 depots; a random tree of roads keeps most depots reachable, plus random extra roads (about 1.6 MB)."""
-    depots, extra_roads = 50_000, 20_000
+    """10^5 depots; a random tree of roads keeps most depots reachable, plus random extra roads (about 3.3 MB)."""
+    depots, extra_roads = 100_000, 40_000
     roads = [(rng.randint(max(1, depot - 50), depot - 1), depot, rng.randint(0, 10**9)) for depot in range(2, depots + 1)]
     roads += [(rng.randint(1, depots), rng.randint(1, depots), rng.randint(0, 10**9)) for _ in range(extra_roads)]
     rng.shuffle(roads)
