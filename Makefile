@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 SYSTEM_PACKAGES ?= slurm-wlm munge shellcheck
 DEMO_OUT ?= demo_out
 
-.PHONY: test demo lint setup system-deps clean
+.PHONY: test test-fast demo lint setup system-deps clean
 
 $(VENV)/.installed: setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,12 +38,25 @@ lint: setup
 test: setup system-deps lint
 	$(VENV)/bin/pytest tests
 
+# The unit tier for the edit loop: everything but the tests marked integration (whole programs) or gpu.
+test-fast: setup lint
+	$(VENV)/bin/pytest -m "not integration and not gpu" tests
+
+# The recipe's main job on the bundled sample: data -> grading check -> 2 real RL steps on CPU (debug_cpu).
+# The grading check uses a 5 s test limit instead of 15 s so the 9 deliberately-too-slow programs (each >= 10^10
+# steps) do not keep the demo waiting; the training run replaces half of the tiny model's responses with the sample's
+# own programs (known_answers, a test/demo option, logged as nouscoder/known_answers/*) so that rewards are mixed.
+DEMO_RUN = $(abspath $(DEMO_OUT))/cpu_run
 demo: setup system-deps
 	$(PY) -m data_prep.build_deepcoder_mix --from sample --out $(DEMO_OUT)/data
 	$(PY) -m data_prep.sample.export --out $(DEMO_OUT)/grading
-	$(PY) -m reward_fns.grade --problems $(DEMO_OUT)/grading/problems.jsonl --completions $(DEMO_OUT)/grading/completions.jsonl --out $(DEMO_OUT)/grading/graded.jsonl --summary --check-expected
-	$(PY) -m recipe.nouscoder.main --config-name dapo_32k --cfg job \
-	  data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet
+	$(PY) -m reward_fns.grade --problems $(DEMO_OUT)/grading/problems.jsonl --completions $(DEMO_OUT)/grading/completions.jsonl --out $(DEMO_OUT)/grading/graded.jsonl --time-limit 5 --summary --check-expected
+	$(PY) -m recipe.nouscoder.main --config-name debug_cpu trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
+	  data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet \
+	  trainer.total_training_steps=2 trainer.test_freq=-1 actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction=0.5
+	$(PY) -m recipe.nouscoder.plot_metrics --log $(DEMO_RUN)/metrics.jsonl --out-dir $(DEMO_RUN)/plots
+	@echo
+	$(PY) -m recipe.nouscoder.run_summary $(DEMO_RUN)
 	@echo
 	@echo "On a Slurm cluster (6 nodes x 8 GPUs), this recipe runs as:"
 	@echo "  sbatch launch/run_dapo_32k_to_40k.sh data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet"

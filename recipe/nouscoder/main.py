@@ -33,9 +33,9 @@ from verl.utils.device import auto_set_device, get_resource_name
 
 from recipe.nouscoder.cluster_check import ClusterTooSmall, check_cluster
 from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run
+from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME
 
 CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
-METRICS_FILE_NAME = "metrics.jsonl"
 
 
 def config_dir() -> Path:

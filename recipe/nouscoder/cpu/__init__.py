@@ -32,6 +32,7 @@ CPU_ENVIRONMENT = {
     "VERL_ENGINE_DEVICE": "cuda",
     "TOKENIZERS_PARALLELISM": "false",
     "OMP_NUM_THREADS": "1",
+    "TQ_NUM_THREADS": "1",  # TransferQueue's torch threads per call (default 8, more than the machine's cores)
 }
 
 
