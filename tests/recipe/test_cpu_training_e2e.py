@@ -176,9 +176,8 @@ def test_no_ray_or_sandbox_process_outlives_the_run(cpu_run):
     assert cpu_run.leftover == []
 
 
+@pytest.mark.parametrize("cpu_run", ["sync"], indirect=True)  # the run that validates (scores to select by)
 def test_select_checkpoint_merges_a_trained_model_that_loads_and_generates(cpu_run, tiny_model_dir):
-    if cpu_run.layout != "sync":
-        pytest.skip("validation scores (for selection) are produced by the sync run only")
     selected = subprocess.run(
         [sys.executable, "-m", "recipe.nouscoder.select_checkpoint", str(cpu_run.run_dir), "--metric",
          "val-core/nous_sample/acc/mean@1"],
