@@ -1,7 +1,8 @@
 """CLI: build the DeepCoder training mix and the LiveCodeBench v6 test split as verl parquet.
 
-python -m data_prep.build_deepcoder_mix --out data/deepcoder_mix                 # hub (online) or bundled sample
+python -m data_prep.build_deepcoder_mix --out data/deepcoder_mix                   # from the hub (online)
 python -m data_prep.build_deepcoder_mix --local-dir ~/hf --out data/deepcoder_mix  # local copies of the repos
+python -m data_prep.build_deepcoder_mix --from sample --out data/sample_mix        # the 44 bundled problems (demo)
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=(
             "Build train.parquet (TACO-verified + PrimeIntellect SYNTHETIC-1 + LiveCodeBench before the test window), "
             "test.parquet (LiveCodeBench v6, 2024-08-01 to 2025-05-01, 454 problems) and manifest.json as verl "
-            "RLHFDataset rows with reward_fns ground truth. With no arguments: reads the hub when it is reachable, "
-            "otherwise builds from the bundled sample and says so."
+            "RLHFDataset rows with reward_fns ground truth. With no arguments: reads the hub, and stops with the "
+            "download commands when it is unreachable; the 44-problem bundled sample only with --from sample."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -35,8 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         dest="mode",
         choices=("auto", "local", "hub", "sample"),
         default="auto",
-        help="where rows come from: auto = local when --local-dir/--source-dir is given, else the hub when "
-        "reachable, else the bundled sample",
+        help="where rows come from: auto = local when --local-dir/--source-dir is given, else the hub (an error "
+        "naming the download commands when it is unreachable); sample = the 44 bundled problems (a demo)",
     )
     parser.add_argument(
         "--local-dir",
@@ -50,6 +51,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=[],
         metavar="NAME=PATH",
         help=f"repository copy for one source, overriding --local-dir (sources: {', '.join(SOURCES)}); repeatable",
+    )
+    parser.add_argument(
+        "--revision",
+        action="append",
+        default=[],
+        metavar="REPO=REV",
+        help="read REPO (e.g. agentica-org/DeepCoder-Preview-Dataset) at branch, tag or commit REV; with a local copy, "
+        "insist that it was downloaded at REV. Without it the hub's current commit is resolved once and recorded in "
+        "manifest.json. Repeatable",
     )
     parser.add_argument(
         "--train-sources",
@@ -82,6 +92,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-tests", type=int, default=5, help="drop train problems with fewer tests")
     parser.add_argument(
         "--max-test-chars", type=int, default=64_000_000, help="drop train problems whose tests total more characters"
+    )
+    parser.add_argument(
+        "--max-chars-per-test",
+        type=int,
+        default=16_000_000,
+        help="drop train problems with one test (input + output) of more characters",
+    )
+    parser.add_argument(
+        "--verified",
+        type=Path,
+        default=None,
+        help="results of `python -m data_prep.verify_solutions` (JSONL): drop train problems none of whose gold "
+        "solutions pass; counts per source and reason go to manifest.json",
     )
     parser.add_argument(
         "--keep-empty-outputs", action="store_true", help="keep train problems where a test expects empty output"
@@ -126,6 +149,14 @@ def config_from_args(args: argparse.Namespace) -> BuildConfig:
         if not sep or name not in SOURCES:
             raise SystemExit(f"--source-dir expects NAME=PATH with NAME one of {', '.join(SOURCES)}; got {item!r}")
         source_dirs[name] = Path(path)
+    revisions = {}
+    for item in args.revision:
+        repo, sep, revision = item.partition("=")
+        if not sep or "/" not in repo or not revision:
+            raise SystemExit(f"--revision expects REPO=REV with REPO like owner/name; got {item!r}")
+        revisions[repo] = revision
+    if args.verified is not None and not args.verified.is_file():
+        raise SystemExit(f"--verified {args.verified} is not a file (write it with python -m data_prep.verify_solutions)")
     if args.minhash_permutations % args.minhash_bands:
         raise SystemExit("--minhash-bands must divide --minhash-permutations")
     return BuildConfig(
@@ -133,12 +164,15 @@ def config_from_args(args: argparse.Namespace) -> BuildConfig:
         mode=args.mode,
         local_dir=args.local_dir,
         source_dirs=source_dirs,
+        revisions=revisions,
         train_sources=tuple(name.strip() for name in args.train_sources.split(",") if name.strip()),
         lcb_version=args.lcb_version,
         window=DateWindow(args.test_start, args.test_end, args.train_before),
         expected_test_count=args.expected_test_count,
         prompt_variant=args.prompt_variant,
-        quality=QualityConfig(args.min_tests, args.max_test_chars, not args.keep_empty_outputs),
+        quality=QualityConfig(
+            args.min_tests, args.max_test_chars, args.max_chars_per_test, not args.keep_empty_outputs
+        ),
         decontamination=DecontaminationConfig(
             args.decontam_ngram,
             args.decontam_overlap,
@@ -152,6 +186,7 @@ def config_from_args(args: argparse.Namespace) -> BuildConfig:
         shingle_words=args.shingle_words,
         limit_per_source=args.limit_per_source,
         row_group_mb=args.row_group_mb,
+        verified=args.verified,
     )
 
 

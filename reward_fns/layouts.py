@@ -62,11 +62,16 @@ CONVERT_HINT = (
 
 
 class LayoutError(ValueError):
-    """A ground truth that cannot be converted; ``unrecognised`` when its shape matches no known layout."""
+    """A ground truth that cannot be converted. ``reason``: ``unrecognised`` (its shape matches no layout, or two),
+    ``bad_json``, ``missing_fn_name`` or ``bad_test_format`` (a known layout with bad content)."""
 
-    def __init__(self, message: str, unrecognised: bool = False) -> None:
+    def __init__(self, message: str, reason: str = "bad_test_format") -> None:
         super().__init__(message)
-        self.unrecognised = unrecognised
+        self.reason = reason
+
+    @property
+    def unrecognised(self) -> bool:
+        return self.reason == "unrecognised"
 
 
 def to_our_layout(ground_truth: Any) -> tuple[dict[str, Any], str]:
@@ -79,7 +84,7 @@ def to_our_layout(ground_truth: Any) -> tuple[dict[str, Any], str]:
         try:
             ground_truth = json.loads(ground_truth)
         except json.JSONDecodeError as exc:
-            raise LayoutError(f"ground truth is not valid JSON: {exc}") from exc
+            raise LayoutError(f"ground truth is not valid JSON: {exc}", "bad_json") from exc
     layout = detect_layout(ground_truth)
     if layout == "nouscoder":
         return ground_truth, layout
@@ -102,7 +107,7 @@ def to_our_layout(ground_truth: Any) -> tuple[dict[str, Any], str]:
 
 
 def detect_layout(value: Any) -> str:
-    """The name of ``value``'s layout (parsed JSON). Raises ``LayoutError(unrecognised=True)`` for no or two."""
+    """The name of ``value``'s layout (parsed JSON). Raises ``LayoutError`` (``unrecognised``) for none or two."""
     if isinstance(value, Mapping):
         matches = [
             name
@@ -119,7 +124,7 @@ def detect_layout(value: Any) -> str:
     elif isinstance(value, list) and value and all(isinstance(t, Mapping) and "input" in t and "output" in t
                                                    for t in value):
         return "test_list"
-    raise LayoutError(f"unrecognised ground-truth layout: {describe(value)}; {CONVERT_HINT}", unrecognised=True)
+    raise LayoutError(f"unrecognised ground-truth layout: {describe(value)}; {CONVERT_HINT}", "unrecognised")
 
 
 def _list_fields_ok(value: Mapping[str, Any], layout: str) -> bool:
@@ -171,7 +176,8 @@ def test_list_tests(tests: Sequence[Any], fn_name: str | None = None,
         return [stdin_test(test["input"], test["output"]) for test in tests], None
     fn_name = fn_name or _test_fn_name(tests)
     if not fn_name:
-        raise LayoutError("functional tests without a function name (fn_name or metadata.func_name)")
+        raise LayoutError("functional tests without a function name (fn_name or metadata.func_name)",
+                          "missing_fn_name")
     if set(kinds) != {kinds[0]}:
         raise LayoutError(f"a problem mixes test types {sorted(set(kinds))}")
     if kinds[0] == "functional":
