@@ -98,3 +98,42 @@ def test_the_build_drops_problems_whose_gold_solutions_fail(verified, tmp_path: 
     }
     assert manifest["per_source"]["taco_verified"]["dropped"] == {"gold_failed_wrong_answer": 1}
     assert manifest["counts"]["train"]["by_source"] == {"taco": 5}
+
+
+def test_the_ray_grading_pool_gives_the_same_verdicts(verified, tmp_path: Path) -> None:
+    """``--grader ray`` on a Ray cluster (started here, 2 CPUs): the pool's sandbox workers grade the same rows."""
+    import ray
+
+    from reward_fns.ray_pool import shutdown_pools
+
+    root, local_records, _ = verified
+    out = tmp_path / "ray.jsonl"
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        args = ["--from", "local", "--local-dir", str(root), "--train-sources", "deepcoder_taco,taco_verified",
+                "--out", str(out), "--grader", "ray", "--ray-address", "auto"]
+        assert verify_main(args) == 0
+        summary = json.loads(out.with_name("ray.jsonl.summary.json").read_text())
+    finally:
+        shutdown_pools()
+        ray.shutdown()
+    records = {record["problem_id"]: record for record in map(json.loads, out.read_text().splitlines())}
+    keys = ("accepted", "verdicts", "other_wrapping_passes")
+    assert {pid: [r[key] for key in keys] for pid, r in records.items()} == {
+        pid: [r[key] for key in keys] for pid, r in local_records.items()
+    }
+    assert summary["grader"].startswith("Ray grading pool")
+
+
+def test_auto_uses_the_ray_pool_only_when_a_cluster_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from data_prep import verify_solutions
+    from reward_fns.types import GraderConfig
+
+    addresses = []
+    monkeypatch.setattr(verify_solutions, "RayGrader", lambda address, config, window: addresses.append(address) or "ray")
+    monkeypatch.setattr(verify_solutions, "LocalGrader", lambda workers, config: "local")
+    args = verify_solutions.parse_args(["--out", "v.jsonl"])
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert verify_solutions.make_grader(args, GraderConfig()) == "local"
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert verify_solutions.make_grader(args, GraderConfig()) == "ray" and addresses == ["10.0.0.1:6379"]
