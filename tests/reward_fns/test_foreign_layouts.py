@@ -10,8 +10,8 @@ import logging
 
 import pytest
 
+from recipe.nouscoder.step_metrics import grading_metrics
 from reward_fns import compute_score
-from reward_fns.ray_pool import columns_from_samples, grading_step_metrics
 
 PAIRS = [("1 2\n", "3\n"), ("10 -4\n", "6\n"), ("0 0\n", "0\n")]
 CALLS = [([1, 2], 3), ([10, -4], 6), ([7, 0], 7)]
@@ -113,5 +113,6 @@ def test_unrecognised_layout_is_loud_logged_once_and_counted(ground_truth: str, 
     assert "unrecognised ground-truth layout: a " in layout_logs[0]
     assert '"testtype"' in layout_logs[0] and "reward_fns/README.md" in layout_logs[0]
     right = compute_score("other_run", _answer(STDIN_RIGHT), FOREIGN_ROWS["taco-stdin-json"][0])
-    metrics = grading_step_metrics(columns_from_samples([first, second, right]))
+    metrics = grading_metrics([first, second, right])  # what the trainers log each step
     assert metrics["grading/ground_truth_errors"] == 2.0 and metrics["grading/internal_errors"] == 2.0
+    assert metrics["grading/verdict/accepted"] == 1.0
