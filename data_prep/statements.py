@@ -30,8 +30,7 @@ def strip_prompt_wrapper(statement: str) -> str:
     """The statement without PrimeIntellect's preamble, I/O note and trailer; unchanged when it has none."""
     stripped = _PREAMBLE.sub("", statement, count=1)
     stripped = _TRAILER.sub("", stripped, count=1)
-    stripped = _IO_NOTE.sub("", stripped, count=1)
-    return stripped if stripped != statement else statement
+    return _IO_NOTE.sub("", stripped, count=1)
 
 
 def statement_words(statement: str) -> list[str]:

@@ -40,9 +40,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from data_prep.build import BuildConfig, BuildStats, source_problems
+from data_prep.build import BuildConfig, BuildStats, resolve_mode, source_problems
 from data_prep.build_deepcoder_mix import add_source_arguments, source_settings
-from data_prep.loading import SourceUnavailable, hub_reachable, sample_problems
+from data_prep.loading import SourceUnavailable, sample_problems
 from data_prep.problem import Problem
 from data_prep.sources import lcb_release_files
 from reward_fns.extract import extract_code
@@ -264,15 +264,10 @@ def check_other_wrapping(failed: list[Verification], grader: LocalGrader | RayGr
 
 def problems_to_verify(config: BuildConfig, stats: BuildStats) -> Iterator[Problem]:
     """The train sources' problems as the build reads them (LiveCodeBench ships no solutions: skipped)."""
-    if config.mode == "sample":
+    mode = resolve_mode(config)
+    if mode == "sample":
         yield from sample_problems()
         return
-    mode = config.mode
-    if mode == "auto":
-        mode = "local" if config.local_dir is not None or config.source_dirs else "hub" if hub_reachable() else ""
-        if not mode:
-            raise SourceUnavailable("--from auto: no --local-dir and the hub is unreachable; pass --local-dir ROOT "
-                                    "(see python -m data_prep.build_deepcoder_mix --help)")
     for name in config.train_sources:
         if name != "lcb":
             yield from source_problems(name, config, mode, lcb_release_files(config.lcb_version), stats)
@@ -314,7 +309,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, required=True, help="JSONL written here; the summary beside it")
     add_source_arguments(parser)
-    parser.add_argument("--lcb-version", default="release_v6", help=argparse.SUPPRESS)
     parser.add_argument(
         "--max-solutions", type=int, default=DEFAULT_MAX_SOLUTIONS, help="gold solutions tried per problem at most"
     )
@@ -345,7 +339,7 @@ def make_grader(args: argparse.Namespace, config: GraderConfig) -> LocalGrader |
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    config = BuildConfig(out_dir=args.out.parent, lcb_version=args.lcb_version, **source_settings(args))
+    config = BuildConfig(out_dir=args.out.parent, **source_settings(args))
     grading = grader_config(
         {"time_limit_s": args.time_limit, "memory_limit_mb": args.memory_limit_mb, "compare_mode": args.compare_mode}
     )
