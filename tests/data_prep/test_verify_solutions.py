@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,7 @@ def test_the_ray_grading_pool_gives_the_same_verdicts(verified, tmp_path: Path) 
 
     root, local_records, _ = verified
     out = tmp_path / "ray.jsonl"
+    environ = dict(os.environ)  # ray.init sets RAY_AUTH_MODE and others in os.environ: later tests must not see them
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         args = ["--from", "local", "--local-dir", str(root), "--train-sources", "deepcoder_taco,taco_verified",
@@ -117,6 +119,8 @@ def test_the_ray_grading_pool_gives_the_same_verdicts(verified, tmp_path: Path) 
     finally:
         shutdown_pools()
         ray.shutdown()
+        os.environ.clear()
+        os.environ.update(environ)
     records = {record["problem_id"]: record for record in map(json.loads, out.read_text().splitlines())}
     keys = ("accepted", "verdicts", "other_wrapping_passes")
     assert {pid: [r[key] for key in keys] for pid, r in records.items()} == {
