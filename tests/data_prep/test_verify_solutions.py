@@ -27,6 +27,8 @@ from data_prep.build import BuildConfig, build_mix
 from data_prep.filters import QualityConfig
 from data_prep.verify_solutions import main as verify_main
 
+pytestmark = pytest.mark.integration  # the CLI end to end on fork servers, and on a Ray cluster
+
 WRONG = "class Solution:\n    def compressRuns(self, message):\n        return message\n"
 
 
