@@ -5,10 +5,11 @@ writer's current row group:
 
 1. test: LiveCodeBench rows dated in [test_start, test_end) -> exact dedup -> ``test.parquet``; their
    statements and inputs go into the decontamination index.
-2. train: each train source in order -> quality filters -> decontamination against the test index -> exact
-   dedup -> MinHash near-dedup -> ``train.parquet`` (first occurrence wins, so source order is priority).
-3. ``manifest.json``: sources and files, counts per source and split, every filter's counts, malformed rows,
-   the contamination report, a content hash per split.
+2. train: each train source in order -> quality filters -> gold-solution verdicts (``--verified``) ->
+   decontamination against the test index -> exact dedup -> MinHash near-dedup -> ``train.parquet`` (first
+   occurrence wins, so source order is priority).
+3. ``manifest.json`` (``data_prep.manifest``): sources with the revision read, counts, every filter's counts, the
+   per-source table, malformed rows, duplicates by source pair, the contamination report, a content hash per split.
 """
 
 from __future__ import annotations
@@ -17,31 +18,34 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from data_prep.decontamination import ContaminationFlag, DecontaminationConfig, EvalSetIndex
-from data_prep.dedup import MinHasher, NearDuplicateIndex, exact_key, statement_words
+from data_prep.dedup import MinHasher, NearDuplicateIndex, exact_key
 from data_prep.filters import QualityConfig, quality_reason
 from data_prep.loading import (
     SourceUnavailable,
     hub_reachable,
+    hub_revision,
     hub_rows,
     iter_problems,
+    local_revision,
     local_rows,
     sample_problems,
 )
+from data_prep.manifest import REPORT_LIST_LIMIT, build_manifest, log_summary
 from data_prep.parquet_writer import SplitWriter, verl_row
 from data_prep.problem import Problem, SkipLog
 from data_prep.sources import SOURCES, lcb_release_files, local_files
+from data_prep.statements import statement_words
 
 DEFAULT_TRAIN_SOURCES = ("lcb", "deepcoder_taco", "deepcoder_primeintellect")
 """DeepCoder's mix: LiveCodeBench before the test window, and DeepCoder's own cleaned TACO-verified and
 PrimeIntellect SYNTHETIC-1 configs (the "~24K unique problem-tests pairs" of the DeepCoder model card)."""
-REPORT_LIST_LIMIT = 2000
 
 
 @dataclass(frozen=True)
@@ -66,11 +70,13 @@ class DateWindow:
 class BuildConfig:
     out_dir: Path
     mode: str = "auto"
-    """``auto`` (local if a directory is given, else hub when reachable, else the bundled sample),
-    ``local``, ``hub`` or ``sample``."""
+    """``auto`` (local if a directory is given, else the hub; an error when neither can be read), ``local``,
+    ``hub`` or ``sample`` (the 44 bundled problems, only when asked for)."""
     local_dir: Path | None = None
     source_dirs: dict[str, Path] = field(default_factory=dict)
     train_sources: tuple[str, ...] = DEFAULT_TRAIN_SOURCES
+    revisions: dict[str, str] = field(default_factory=dict)
+    """Repository -> branch, tag or commit to read (hub) or to insist on (local copy)."""
     lcb_version: str = "release_v6"
     window: DateWindow = field(default_factory=DateWindow)
     expected_test_count: int = 454
@@ -83,39 +89,53 @@ class BuildConfig:
     shingle_words: int = 5
     limit_per_source: int | None = None
     row_group_mb: int = 64
+    verified: Path | None = None
+    """Results of ``python -m data_prep.verify_solutions``: problems none of whose gold solutions pass are dropped."""
 
 
 @dataclass
 class BuildStats:
-    """Everything the manifest counts."""
+    """Everything the manifest counts. ``seen``/``kept``/``dropped`` by (split, family); ``table`` by source name."""
 
     seen: Counter = field(default_factory=Counter)
     kept: Counter = field(default_factory=Counter)
     dropped: Counter = field(default_factory=Counter)
+    table: dict[str, Counter] = field(default_factory=dict)
     contamination: list[ContaminationFlag] = field(default_factory=list)
     near_duplicates: list[dict[str, Any]] = field(default_factory=list)
     exact_duplicates: list[dict[str, str]] = field(default_factory=list)
+    pair_duplicates: Counter = field(default_factory=Counter)
+    """(dropped source name, kept source name, ``exact``|``near``) -> count."""
+    gold: dict[str, Counter] = field(default_factory=dict)
+    reads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Source name -> what was read: revision (commit), the one asked for, files or hub streaming."""
     skips: SkipLog = field(default_factory=SkipLog)
     warnings: list[str] = field(default_factory=list)
 
+    def count(self, problem: Problem, key: str) -> None:
+        self.table.setdefault(problem.source_name, Counter())[key] += 1
+
     def drop(self, split: str, problem: Problem, reason: str) -> None:
         self.dropped[(split, problem.source, reason)] += 1
+        self.count(problem, f"dropped/{reason}")
 
 
 def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Build ``train.parquet``, ``test.parquet`` and ``manifest.json`` under ``config.out_dir``; return the manifest.
 
     Raises:
-        SourceUnavailable: a source directory is missing or the hub cannot be reached (message says what to pass).
+        SourceUnavailable: a source directory is missing, the hub cannot be reached, or (``auto``) neither a local
+            copy nor the hub is there (the message says what to download and pass).
     """
     started = time.monotonic()
-    mode = resolve_mode(config, log)
+    mode = resolve_mode(config)
     lcb_files = lcb_release_files(config.lcb_version)
     unknown = [name for name in config.train_sources if name not in SOURCES]
     if unknown:
         raise ValueError(f"unknown train source(s) {unknown}; choose from {', '.join(SOURCES)}")
     sample = sample_problems() if mode == "sample" else []
     stats = BuildStats()
+    verified = load_verified(config.verified) if config.verified else None
     config.out_dir.mkdir(parents=True, exist_ok=True)
     index = EvalSetIndex(config.decontamination)
     group_bytes = config.row_group_mb << 20
@@ -130,29 +150,66 @@ def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[s
         )
 
     train_writer = SplitWriter(config.out_dir / "train.parquet", max_group_bytes=group_bytes)
-    _write_train_split(_train_streams(config, mode, sample, lcb_files, stats), train_writer, index, config, stats)
+    streams = _train_streams(config, mode, sample, lcb_files, stats)
+    _write_train_split(streams, train_writer, index, config, stats, verified)
     train_hash = train_writer.close()
 
-    manifest = _manifest(config, mode, lcb_files, stats, {"train": train_hash, "test": test_hash})
+    manifest = build_manifest(config, mode, lcb_files, stats, {"train": train_hash, "test": test_hash})
     manifest["build_seconds"] = round(time.monotonic() - started, 2)
     (config.out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-    _log_summary(manifest, log)
+    log_summary(manifest, log)
     return manifest
 
 
-def resolve_mode(config: BuildConfig, log: Callable[[str], None]) -> str:
+def resolve_mode(config: BuildConfig) -> str:
+    """``local`` when a directory is given, else ``hub``; ``auto`` with neither is an error, never the sample."""
     if config.mode != "auto":
         return config.mode
     if config.local_dir is not None or config.source_dirs:
         return "local"
     if hub_reachable():
         return "hub"
-    log(
-        "data_prep: no network (the Hugging Face hub is unreachable) and no --local-dir given: building from the "
-        "bundled sample in data_prep/sample. Pass --local-dir ROOT (a downloaded copy of each dataset repository) "
-        "or run online to build the full mix."
+    repos = dict.fromkeys(SOURCES[name].repo for name in ("lcb", *config.train_sources) if name in SOURCES)
+    downloads = "; ".join(
+        f"huggingface-cli download {repo} --repo-type dataset --local-dir ROOT/{repo}" for repo in repos
     )
-    return "sample"
+    raise SourceUnavailable(
+        "--from auto: no --local-dir was given and the Hugging Face hub is unreachable (an offline node?), so there "
+        f"is nothing to build from. On a machine with network run: {downloads}; then pass --local-dir ROOT. "
+        "(--from sample builds only the 44-problem bundled sample, a demo, not a training set.)"
+    )
+
+
+def load_verified(path: Path) -> dict[str, dict[str, Any]]:
+    """``verify_solutions`` results by problem id (one JSON object a line; malformed lines are an error)."""
+    results = {}
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                results[str(record["problem_id"])] = record
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{number}: not a verify_solutions result line ({exc})") from exc
+    return results
+
+
+def gold_outcome(problem: Problem, verified: dict[str, dict[str, Any]]) -> str:
+    """What the gold-solution results say about a problem: ``verified``, ``failed_<verdict>``, ``no_gold``,
+    ``grader_error`` (an internal error: not the data's fault, kept), ``stale`` (the ground truth changed since it
+    was graded: kept) or ``not_graded``."""
+    record = verified.get(problem.problem_id)
+    if record is None:
+        return "not_graded"
+    if record.get("ground_truth_sha256") != problem.ground_truth_sha256():
+        return "stale"
+    if record.get("accepted") is None:
+        return "no_gold"
+    if record["accepted"]:
+        return "verified"
+    verdict = str(record.get("verdict") or "unknown")
+    return "grader_error" if verdict == "internal_error" else f"failed_{verdict}"
 
 
 def _write_test_split(
@@ -161,15 +218,18 @@ def _write_test_split(
     keys: set[bytes] = set()
     for problem in tqdm(problems, desc="test split", unit=" problems", mininterval=1.0):
         stats.seen[("test", problem.source)] += 1
+        stats.count(problem, "read")
         words = statement_words(problem.statement)
         key = exact_key(words)
         if key in keys:
             stats.drop("test", problem, "duplicate_exact")
+            stats.pair_duplicates[(problem.source_name, problem.source_name, "exact")] += 1
             continue
         keys.add(key)
         index.add(problem, words)
         writer.add(verl_row(problem, "test", writer.rows_written, config.prompt_variant))
         stats.kept[("test", problem.source)] += 1
+        stats.count(problem, "kept/test")
 
 
 def _write_train_split(
@@ -178,17 +238,26 @@ def _write_train_split(
     index: EvalSetIndex,
     config: BuildConfig,
     stats: BuildStats,
+    verified: dict[str, dict[str, Any]] | None,
 ) -> None:
     hasher = MinHasher(config.minhash_permutations, config.shingle_words)
     near = NearDuplicateIndex(config.minhash_bands, config.near_duplicate_threshold)
-    first_of_key: dict[bytes, str] = {}
+    first_of_key: dict[bytes, tuple[str, str]] = {}
+    kept_source: dict[str, str] = {}
     for stream in streams:
         for problem in stream:
             stats.seen[("train", problem.source)] += 1
+            stats.count(problem, "read")
             reason = quality_reason(problem, config.quality)
             if reason:
                 stats.drop("train", problem, reason)
                 continue
+            if verified is not None:
+                outcome = gold_outcome(problem, verified)
+                stats.gold.setdefault(problem.source_name, Counter())[outcome] += 1
+                if outcome.startswith("failed_"):
+                    stats.drop("train", problem, f"gold_{outcome}")
+                    continue
             words = statement_words(problem.statement)
             flag = index.check(problem, words)
             if flag:
@@ -197,22 +266,27 @@ def _write_train_split(
                 continue
             key = exact_key(words)
             if key in first_of_key:
+                kept_id, kept_name = first_of_key[key]
                 stats.drop("train", problem, "duplicate_exact")
-                _append_limited(stats.exact_duplicates, {"dropped": problem.problem_id, "kept": first_of_key[key]})
+                stats.pair_duplicates[(problem.source_name, kept_name, "exact")] += 1
+                _append_limited(stats.exact_duplicates, {"dropped": problem.problem_id, "kept": kept_id})
                 continue
             signature = hasher.signature(words)
             match = near.find(signature)
             if match:
                 stats.drop("train", problem, "duplicate_near")
+                stats.pair_duplicates[(problem.source_name, kept_source[match[0]], "near")] += 1
                 _append_limited(
                     stats.near_duplicates,
                     {"dropped": problem.problem_id, "kept": match[0], "estimated_jaccard": round(match[1], 4)},
                 )
                 continue
-            first_of_key[key] = problem.problem_id
+            first_of_key[key] = (problem.problem_id, problem.source_name)
+            kept_source[problem.problem_id] = problem.source_name
             near.add(problem.problem_id, signature)
             writer.add(verl_row(problem, "train", writer.rows_written, config.prompt_variant))
             stats.kept[("train", problem.source)] += 1
+            stats.count(problem, "kept/train")
 
 
 def _test_problems(
@@ -220,7 +294,7 @@ def _test_problems(
 ) -> Iterator[Problem]:
     if mode == "sample":
         return iter([p for p in sample if _sample_split(p, config.window) == "test"])
-    rows = _rows("lcb", config, mode, lcb_files)
+    rows = source_rows("lcb", config, mode, lcb_files, stats)
     return iter_problems(
         SOURCES["lcb"], rows, stats.skips, wanted_date=lambda day: config.window.split_of(day) == "test"
     )
@@ -234,12 +308,26 @@ def _train_streams(
         yield iter(tqdm(kept, desc="train: sample", unit=" problems"))
         return
     for name in config.train_sources:
-        source = SOURCES[name]
         wanted = _lcb_train_filter(config, stats) if name == "lcb" else None
-        problems = iter_problems(source, _rows(name, config, mode, lcb_files), stats.skips, wanted_date=wanted)
-        if config.limit_per_source is not None:
-            problems = (problem for _, problem in zip(range(config.limit_per_source), problems, strict=False))
+        problems = source_problems(name, config, mode, lcb_files, stats, wanted_date=wanted)
         yield iter(tqdm(problems, desc=f"train: {name}", unit=" problems", mininterval=1.0))
+
+
+def source_problems(
+    name: str,
+    config: BuildConfig,
+    mode: str,
+    lcb_files: tuple[str, ...],
+    stats: BuildStats,
+    wanted_date: Callable[[str], bool] | None = None,
+) -> Iterator[Problem]:
+    """The problems of one train source (at most ``config.limit_per_source``); malformed rows go to ``stats.skips``."""
+    problems = iter_problems(
+        SOURCES[name], source_rows(name, config, mode, lcb_files, stats), stats.skips, wanted_date=wanted_date
+    )
+    if config.limit_per_source is not None:
+        problems = (problem for _, problem in zip(range(config.limit_per_source), problems, strict=False))
+    return problems
 
 
 def _sample_split(problem: Problem, window: DateWindow) -> str | None:
@@ -252,19 +340,50 @@ def _lcb_train_filter(config: BuildConfig, stats: BuildStats) -> Callable[[str],
         split = config.window.split_of(day)
         if split is None:
             stats.dropped[("train", "livecodebench", "outside_date_windows")] += 1
+            stats.table.setdefault("lcb", Counter())["dropped/outside_date_windows"] += 1
+            stats.table["lcb"]["read"] += 1
         return split == "train"
 
     return wanted
 
 
-def _rows(name: str, config: BuildConfig, mode: str, lcb_files: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+def source_rows(
+    name: str, config: BuildConfig, mode: str, lcb_files: tuple[str, ...], stats: BuildStats
+) -> Iterator[tuple[str, Any]]:
+    """(row id, raw row) of a source, from the hub at a pinned commit or from its local copy (revision checked)."""
     source = SOURCES[name]
+    pinned = config.revisions.get(source.repo)
     if mode == "hub":
-        return hub_rows(source, lcb_files)
-    return local_rows(source, _repo_dir(name, config), lcb_files)
+        known = [read["revision"] for read in stats.reads.values() if read.get("repo") == source.repo]
+        revision = known[0] if known else hub_revision(source.repo, pinned)
+        files = list(lcb_files) if name == "lcb" else "taco_verified.json" if name == "taco_verified" else "streamed"
+        stats.reads[name] = {"repo": source.repo, "revision": revision, "requested": pinned, "files": files}
+        return hub_rows(source, lcb_files, revision)
+    repo_dir = repo_dir_of(name, config)
+    rows = local_rows(source, repo_dir, lcb_files)
+    files = local_files(source, repo_dir, lcb_files)
+    local = local_revision(repo_dir, files)
+    if pinned and local and pinned not in local.split(", "):
+        raise SourceUnavailable(
+            f"source {name!r}: the local copy {repo_dir} is revision {local}, but --revision pins {pinned}. Download "
+            f"that revision: huggingface-cli download {source.repo} --repo-type dataset --revision {pinned} "
+            f"--local-dir {repo_dir}"
+        )
+    if pinned and not local:
+        stats.warnings.append(f"{source.repo}: cannot check --revision {pinned} against {repo_dir} (no download "
+                              "metadata in .cache/huggingface; was it copied rather than downloaded?)")
+    stats.reads[name] = {
+        "repo": source.repo,
+        "revision": local or "unknown (no huggingface-cli download metadata in the local copy)",
+        "requested": pinned,
+        "local_dir": str(repo_dir),
+        "files": [{"path": str(path.relative_to(repo_dir)), "bytes": path.stat().st_size} for path in files],
+    }
+    return rows
 
 
-def _repo_dir(name: str, config: BuildConfig) -> Path:
+def repo_dir_of(name: str, config: BuildConfig) -> Path:
+    """Where a source's local copy is: ``--source-dir NAME=PATH``, else ``--local-dir``/<owner>/<name>."""
     if name in config.source_dirs:
         return config.source_dirs[name]
     if config.local_dir is None:
@@ -278,87 +397,3 @@ def _repo_dir(name: str, config: BuildConfig) -> Path:
 def _append_limited(items: list[Any], item: Any) -> None:
     if len(items) < REPORT_LIST_LIMIT:
         items.append(item)
-
-
-def _source_report(config: BuildConfig, mode: str, lcb_files: tuple[str, ...]) -> list[dict[str, Any]]:
-    if mode == "sample":
-        return [{"name": "sample", "repo": "data_prep/sample", "splits": ["train", "test"]}]
-    roles = {name: ["train"] for name in config.train_sources}
-    roles.setdefault("lcb", []).insert(0, "test")
-    report = []
-    for name, role in roles.items():
-        source = SOURCES[name]
-        entry: dict[str, Any] = {"name": name, "repo": source.repo, "config": source.config, "splits": role}
-        if mode == "local":
-            repo_dir = _repo_dir(name, config)
-            entry["files"] = [
-                {"path": str(path.relative_to(repo_dir)), "bytes": path.stat().st_size}
-                for path in local_files(source, repo_dir, lcb_files)
-            ]
-            entry["local_dir"] = str(repo_dir)
-        elif mode == "hub":
-            entry["files"] = list(lcb_files) if name == "lcb" else "hub (datasets streaming)"
-        report.append(entry)
-    return report
-
-
-def _manifest(
-    config: BuildConfig, mode: str, lcb_files: tuple[str, ...], stats: BuildStats, hashes: dict[str, str]
-) -> dict[str, Any]:
-    counts: dict[str, Any] = {}
-    for split in ("train", "test"):
-        by_source = {source: n for (s, source), n in sorted(stats.kept.items()) if s == split}
-        seen = {source: n for (s, source), n in sorted(stats.seen.items()) if s == split}
-        counts[split] = {"total": sum(by_source.values()), "by_source": by_source, "read_by_source": seen}
-    filters: dict[str, dict[str, dict[str, int]]] = {"train": {}, "test": {}}
-    for (split, source, reason), n in sorted(stats.dropped.items()):
-        filters[split].setdefault(reason, {})[source] = n
-    return {
-        "created_by": "python -m data_prep.build_deepcoder_mix",
-        "mode": mode,
-        "sources": _source_report(config, mode, lcb_files),
-        "livecodebench_version": config.lcb_version,
-        "livecodebench_files": list(lcb_files),
-        "date_window": asdict(config.window) | {"train_before": config.window.train_before or config.window.test_start},
-        "prompt_variant": config.prompt_variant,
-        "settings": {
-            "quality": asdict(config.quality),
-            "near_duplicate": {
-                "method": "MinHash over word shingles with LSH banding; estimated Jaccard >= threshold is a duplicate",
-                "threshold": config.near_duplicate_threshold,
-                "permutations": config.minhash_permutations,
-                "bands": config.minhash_bands,
-                "shingle_words": config.shingle_words,
-            },
-            "limit_per_source": config.limit_per_source,
-        },
-        "counts": counts,
-        "filters": filters,
-        "malformed_rows": stats.skips.to_dict(),
-        "decontamination": config.decontamination.describe()
-        | {
-            "flagged_total": len(stats.contamination),
-            "flagged": [asdict(flag) for flag in stats.contamination[:REPORT_LIST_LIMIT]],
-        },
-        "duplicates": {"exact": stats.exact_duplicates, "near": stats.near_duplicates},
-        "content_sha256": hashes,
-        "files": {"train": "train.parquet", "test": "test.parquet"},
-        "warnings": stats.warnings,
-    }
-
-
-def _log_summary(manifest: dict[str, Any], log: Callable[[str], None]) -> None:
-    for split in ("train", "test"):
-        counts = manifest["counts"][split]
-        log(f"data_prep: {split}: {counts['total']} problems {counts['by_source']}")
-    for split, reasons in manifest["filters"].items():
-        for reason, by_source in reasons.items():
-            log(f"data_prep: {split} dropped {sum(by_source.values())} ({reason}) {by_source}")
-    skipped = manifest["malformed_rows"]
-    if skipped["total"]:
-        log(f"data_prep: skipped {skipped['total']} malformed rows {skipped['by_source_and_reason']}")
-        for row in skipped["rows"][:20]:
-            log(f"data_prep:   skipped {row['source']} {row['id']}: {row['reason']} ({row['detail']})")
-    log(f"data_prep: decontamination flagged {manifest['decontamination']['flagged_total']} train problems")
-    for warning in manifest["warnings"]:
-        log(f"data_prep: WARNING: {warning}")

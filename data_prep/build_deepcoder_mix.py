@@ -1,7 +1,8 @@
 """CLI: build the DeepCoder training mix and the LiveCodeBench v6 test split as verl parquet.
 
-python -m data_prep.build_deepcoder_mix --out data/deepcoder_mix                 # hub (online) or bundled sample
+python -m data_prep.build_deepcoder_mix --out data/deepcoder_mix                   # from the hub (online)
 python -m data_prep.build_deepcoder_mix --local-dir ~/hf --out data/deepcoder_mix  # local copies of the repos
+python -m data_prep.build_deepcoder_mix --from sample --out data/sample_mix        # the 44 bundled problems (demo)
 """
 
 from __future__ import annotations
@@ -18,25 +19,15 @@ from data_prep.prompts import PROMPT_VARIANTS
 from data_prep.sources import SOURCES
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m data_prep.build_deepcoder_mix",
-        description=(
-            "Build train.parquet (TACO-verified + PrimeIntellect SYNTHETIC-1 + LiveCodeBench before the test window), "
-            "test.parquet (LiveCodeBench v6, 2024-08-01 to 2025-05-01, 454 problems) and manifest.json as verl "
-            "RLHFDataset rows with reward_fns ground truth. With no arguments: reads the hub when it is reachable, "
-            "otherwise builds from the bundled sample and says so."
-        ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    parser.add_argument("--out", type=Path, default=Path("data/deepcoder_mix"), help="output directory")
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that say which rows are read (shared with ``python -m data_prep.verify_solutions``)."""
     parser.add_argument(
         "--from",
         dest="mode",
         choices=("auto", "local", "hub", "sample"),
         default="auto",
-        help="where rows come from: auto = local when --local-dir/--source-dir is given, else the hub when "
-        "reachable, else the bundled sample",
+        help="where rows come from: auto = local when --local-dir/--source-dir is given, else the hub (an error "
+        "naming the download commands when it is unreachable); sample = the 44 bundled problems (a demo)",
     )
     parser.add_argument(
         "--local-dir",
@@ -52,11 +43,64 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"repository copy for one source, overriding --local-dir (sources: {', '.join(SOURCES)}); repeatable",
     )
     parser.add_argument(
+        "--revision",
+        action="append",
+        default=[],
+        metavar="REPO=REV",
+        help="read REPO (e.g. agentica-org/DeepCoder-Preview-Dataset) at branch, tag or commit REV; with a local copy, "
+        "insist that it was downloaded at REV. Without it the hub's current commit is resolved once and recorded in "
+        "manifest.json. Repeatable",
+    )
+    parser.add_argument(
         "--train-sources",
         default=",".join(DEFAULT_TRAIN_SOURCES),
         help="comma-separated train sources in priority order (first occurrence of a duplicate wins); "
         "taco_verified and primeintellect read the original repositories instead of DeepCoder's cleaned configs",
     )
+    parser.add_argument("--limit-per-source", type=int, default=None, help="read at most N problems per train source")
+
+
+def source_settings(args: argparse.Namespace) -> dict:
+    """``BuildConfig`` fields from the flags of :func:`add_source_arguments` (SystemExit naming a bad value)."""
+    source_dirs = {}
+    for item in args.source_dir:
+        name, sep, path = item.partition("=")
+        if not sep or name not in SOURCES:
+            raise SystemExit(f"--source-dir expects NAME=PATH with NAME one of {', '.join(SOURCES)}; got {item!r}")
+        source_dirs[name] = Path(path)
+    revisions = {}
+    for item in args.revision:
+        repo, sep, revision = item.partition("=")
+        if not sep or "/" not in repo or not revision:
+            raise SystemExit(f"--revision expects REPO=REV with REPO like owner/name; got {item!r}")
+        revisions[repo] = revision
+    train_sources = tuple(name.strip() for name in args.train_sources.split(",") if name.strip())
+    unknown = [name for name in train_sources if name not in SOURCES]
+    if unknown:
+        raise SystemExit(f"--train-sources: unknown source(s) {unknown}; choose from {', '.join(SOURCES)}")
+    return {
+        "mode": args.mode,
+        "local_dir": args.local_dir,
+        "source_dirs": source_dirs,
+        "revisions": revisions,
+        "train_sources": train_sources,
+        "limit_per_source": args.limit_per_source,
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m data_prep.build_deepcoder_mix",
+        description=(
+            "Build train.parquet (TACO-verified + PrimeIntellect SYNTHETIC-1 + LiveCodeBench before the test window), "
+            "test.parquet (LiveCodeBench v6, 2024-08-01 to 2025-05-01, 454 problems) and manifest.json as verl "
+            "RLHFDataset rows with reward_fns ground truth. With no arguments: reads the hub, and stops with the "
+            "download commands when it is unreachable; the 44-problem bundled sample only with --from sample."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--out", type=Path, default=Path("data/deepcoder_mix"), help="output directory")
+    add_source_arguments(parser)
     parser.add_argument(
         "--lcb-version",
         default="release_v6",
@@ -82,6 +126,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-tests", type=int, default=5, help="drop train problems with fewer tests")
     parser.add_argument(
         "--max-test-chars", type=int, default=64_000_000, help="drop train problems whose tests total more characters"
+    )
+    parser.add_argument(
+        "--max-chars-per-test",
+        type=int,
+        default=16_000_000,
+        help="drop train problems with one test (input + output) of more characters",
+    )
+    parser.add_argument(
+        "--verified",
+        type=Path,
+        default=None,
+        help="results of `python -m data_prep.verify_solutions` (JSONL): drop train problems none of whose gold "
+        "solutions pass; counts per source and reason go to manifest.json",
     )
     parser.add_argument(
         "--keep-empty-outputs", action="store_true", help="keep train problems where a test expects empty output"
@@ -114,31 +171,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0.5,
         help="...or sharing this fraction of that test problem's inputs",
     )
-    parser.add_argument("--limit-per-source", type=int, default=None, help="read at most N problems per train source")
     parser.add_argument("--row-group-mb", type=int, default=64, help="parquet row-group size cap in MiB")
     return parser.parse_args(argv)
 
 
 def config_from_args(args: argparse.Namespace) -> BuildConfig:
-    source_dirs = {}
-    for item in args.source_dir:
-        name, sep, path = item.partition("=")
-        if not sep or name not in SOURCES:
-            raise SystemExit(f"--source-dir expects NAME=PATH with NAME one of {', '.join(SOURCES)}; got {item!r}")
-        source_dirs[name] = Path(path)
+    if args.verified is not None and not args.verified.is_file():
+        raise SystemExit(f"--verified {args.verified} is not a file (write it with python -m data_prep.verify_solutions)")
     if args.minhash_permutations % args.minhash_bands:
         raise SystemExit("--minhash-bands must divide --minhash-permutations")
     return BuildConfig(
         out_dir=args.out,
-        mode=args.mode,
-        local_dir=args.local_dir,
-        source_dirs=source_dirs,
-        train_sources=tuple(name.strip() for name in args.train_sources.split(",") if name.strip()),
+        **source_settings(args),
         lcb_version=args.lcb_version,
         window=DateWindow(args.test_start, args.test_end, args.train_before),
         expected_test_count=args.expected_test_count,
         prompt_variant=args.prompt_variant,
-        quality=QualityConfig(args.min_tests, args.max_test_chars, not args.keep_empty_outputs),
+        quality=QualityConfig(
+            args.min_tests, args.max_test_chars, args.max_chars_per_test, not args.keep_empty_outputs
+        ),
         decontamination=DecontaminationConfig(
             args.decontam_ngram,
             args.decontam_overlap,
@@ -150,8 +201,8 @@ def config_from_args(args: argparse.Namespace) -> BuildConfig:
         minhash_permutations=args.minhash_permutations,
         minhash_bands=args.minhash_bands,
         shingle_words=args.shingle_words,
-        limit_per_source=args.limit_per_source,
         row_group_mb=args.row_group_mb,
+        verified=args.verified,
     )
 
 

@@ -5,26 +5,19 @@ Jaccard similarity |S n T| / |S u T|, so the fraction of equal signature slots e
 (Leskovec et al., *Mining of Massive Datasets* 3.4) splits the signature into b bands of r rows; two sets
 become candidates when any band is identical, which happens with probability 1 - (1 - J^r)^b; candidates are
 then confirmed by the estimated Jaccard. Shingles are hashed with CRC-32 so that the decisions, and so the
-output, are the same in every run.
+output, are the same in every run. Both work on ``data_prep.statements.statement_words`` (prompt wrappers, HTML,
+markdown, case and spacing removed).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-import unicodedata
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-_WORD = re.compile(r"[a-z0-9]+")
 _MERSENNE_PRIME = (1 << 31) - 1
-
-
-def statement_words(statement: str) -> list[str]:
-    """Normalised words: NFKC, lower case, runs of letters and digits (punctuation and spacing ignored)."""
-    return _WORD.findall(unicodedata.normalize("NFKC", statement).lower())
 
 
 def exact_key(words: list[str]) -> bytes:

@@ -13,18 +13,23 @@ class QualityConfig:
     """Fewer tests than this make a weak verifier (DeepCoder keeps problems with at least 5 tests)."""
     max_test_chars: int = 64_000_000
     """Cap on the total characters of all tests of one problem."""
+    max_chars_per_test: int = 16_000_000
+    """Cap on the characters of one test (input + output): one huge test is fed whole to every rollout's program."""
     drop_empty_outputs: bool = True
     """Drop problems where a test expects empty output (an empty answer would pass it)."""
 
 
 def quality_reason(problem: Problem, config: QualityConfig) -> str | None:
-    """The first failed filter's reason (``not_python``, ``too_few_tests``, ``empty_output``, ``tests_too_large``)."""
+    """The first failed filter's reason (``not_python``, ``too_few_tests``, ``empty_output``, ``test_too_large`` (one
+    test over ``max_chars_per_test``), ``tests_too_large`` (all tests over ``max_test_chars``))."""
     if problem.language != "python":
         return "not_python"
     if len(problem.tests) < config.min_tests:
         return "too_few_tests"
     if config.drop_empty_outputs and any(not test["output"].strip() for test in problem.tests):
         return "empty_output"
+    if any(len(test["input"]) + len(test["output"]) > config.max_chars_per_test for test in problem.tests):
+        return "test_too_large"
     if problem.test_bytes() > config.max_test_chars:
         return "tests_too_large"
     return None

@@ -35,6 +35,33 @@ def hub_reachable(timeout_s: float = 3.0) -> bool:
     return True
 
 
+def hub_revision(repo: str, revision: str | None = None) -> str:
+    """The commit sha that ``revision`` (a branch, tag or sha; default the main branch) of a dataset repository
+    names on the hub now; every file of the repository is then read at that sha."""
+    from huggingface_hub import HfApi
+
+    try:
+        return str(HfApi().dataset_info(repo, revision=revision).sha)
+    except Exception as exc:  # noqa: BLE001 - any hub failure (network, 404, auth) means: cannot pin this repository
+        raise SourceUnavailable(
+            f"cannot resolve revision {revision or 'main'!r} of {repo} on the hub ({type(exc).__name__}: {exc}). "
+            "Check the name and --revision, or pass --local-dir ROOT with a downloaded copy."
+        ) from exc
+
+
+def local_revision(repo_dir: Path, files: list[Path]) -> str | None:
+    """The commit the local copy was downloaded at: ``huggingface-cli download --local-dir`` writes
+    ``.cache/huggingface/download/<file>.metadata`` whose first line is the commit sha (``huggingface_hub
+    _local_folder.py``). None when no file has one; ``"a, b"`` when files come from different commits."""
+    commits = set()
+    for path in files:
+        metadata = repo_dir / ".cache" / "huggingface" / "download" / f"{path.relative_to(repo_dir)}.metadata"
+        if metadata.is_file():
+            with open(metadata, encoding="utf-8") as handle:
+                commits.add(handle.readline().strip())
+    return ", ".join(sorted(commits)) if commits else None
+
+
 def local_rows(source: Source, repo_dir: Path, lcb_files: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
     try:
         files = local_files(source, repo_dir, lcb_files)
@@ -43,26 +70,32 @@ def local_rows(source: Source, repo_dir: Path, lcb_files: tuple[str, ...]) -> It
     return iter_local_rows(source, files)
 
 
-def hub_rows(source: Source, lcb_files: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
-    """Rows from the hub. Parquet repositories stream through ``datasets``; LiveCodeBench's JSON Lines files
-    (its dataset script no longer runs in current ``datasets``) and TACO-verified's single JSON array (which
-    the ``json`` builder would load whole) are downloaded file by file and streamed like local files."""
+def hub_rows(source: Source, lcb_files: tuple[str, ...], revision: str | None = None) -> Iterator[tuple[str, Any]]:
+    """Rows from the hub at ``revision`` (a commit sha: see ``hub_revision``). Parquet repositories stream through
+    ``datasets``; LiveCodeBench's JSON Lines files (its dataset script no longer runs in current ``datasets``) and
+    TACO-verified's single JSON array (which the ``json`` builder would load whole) are downloaded file by file and
+    streamed like local files."""
     try:
         if source.file_format == "parquet":
             import datasets
 
-            stream = iter(datasets.load_dataset(source.repo, name=source.config, split="train", streaming=True))
+            stream = iter(
+                datasets.load_dataset(
+                    source.repo, name=source.config, split="train", streaming=True, revision=revision
+                )
+            )
             first = next(stream, None)
             rows = itertools.chain([first] if first is not None else [], stream)
             return ((f"train:{position}", row) for position, row in enumerate(rows))
         from huggingface_hub import hf_hub_download
 
         names = lcb_files if source.name == "lcb" else ("taco_verified.json",)
-        paths = [Path(hf_hub_download(source.repo, name, repo_type="dataset")) for name in names]
+        paths = [Path(hf_hub_download(source.repo, name, repo_type="dataset", revision=revision)) for name in names]
     except (OSError, ValueError, ConnectionError) as exc:
         raise SourceUnavailable(
             f"source {source.name!r}: cannot read {source.describe()} from the hub ({type(exc).__name__}: {exc}). "
-            "Pass --local-dir ROOT with a downloaded copy of each repository, or --from sample to build the bundled sample."
+            "Pass --local-dir ROOT with a downloaded copy of each repository (--from sample builds only the 44-problem "
+            "bundled sample, a demo)."
         ) from exc
     return iter_local_rows(source, paths)
 
@@ -95,13 +128,16 @@ def sample_problems(include_large: bool = True) -> list[Problem]:
     """The bundled sample (``data_prep.sample``) as problems; its ground truth is already in the DESIGN layout.
 
     Ids stay the sample's own (so they match ``load_solutions``), ``source`` is the sample's ``DATA_SOURCE``."""
-    from data_prep.sample import DATA_SOURCE, load_problems
+    from data_prep.sample import DATA_SOURCE, load_problems, load_solutions
 
+    references = {solution.problem_id: solution.code or "" for solution in load_solutions(kinds=["reference"])}
     problems = []
     for sample in load_problems(include_large=include_large):
         truth = sample.ground_truth
         problems.append(
             Problem(
+                source_name="sample",
+                solutions=[references[sample.problem_id]] if sample.problem_id in references else [],
                 problem_id=sample.problem_id,
                 source=DATA_SOURCE,
                 origin="data_prep/sample",

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from data_prep.problem import Problem
-from data_prep.prompts import PromptVariant, build_prompt
+from data_prep.prompts import PromptVariant, build_prompt, function_stub
 
 ROW_SCHEMA = pa.schema(
     [
@@ -46,11 +46,18 @@ ROW_SCHEMA = pa.schema(
 )
 
 
+def prompt_starter_code(problem: Problem) -> str:
+    """The problem's starter code, or for a function-call problem without one a stub naming ``fn_name``."""
+    if problem.starter_code or not problem.fn_name:
+        return problem.starter_code
+    return function_stub(problem.fn_name, problem.argument_count)
+
+
 def verl_row(problem: Problem, split: str, index: int, variant: PromptVariant) -> dict[str, Any]:
     """One parquet row for a problem."""
     return {
         "data_source": problem.source,
-        "prompt": build_prompt(problem.statement, problem.starter_code, variant),
+        "prompt": build_prompt(problem.statement, prompt_starter_code(problem), variant),
         "ability": "code",
         "reward_model": {"style": "rule", "ground_truth": problem.ground_truth_json()},
         "extra_info": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,6 +40,11 @@ class Problem:
     """ISO date-time ``YYYY-MM-DDT00:00:00`` or empty when the source has none."""
     platform: str = ""
     language: str = "python"
+    source_name: str = ""
+    """The ``--train-sources`` name it was read from (``deepcoder_taco``, ``lcb``, ...; ``sample``)."""
+    solutions: list[str] = field(default_factory=list)
+    """Reference programs the source ships (TACO ``solutions``, PrimeIntellect ``gold_standard_solution``), raw or
+    in a python fence; graded by ``python -m data_prep.verify_solutions``, never written to parquet."""
 
     def ground_truth(self) -> dict[str, Any]:
         """The DESIGN.md ground truth: ``{"tests": [...], "fn_name": str}`` (``fn_name`` only when functional)."""
@@ -49,6 +55,16 @@ class Problem:
 
     def ground_truth_json(self) -> str:
         return json.dumps(self.ground_truth(), ensure_ascii=False)
+
+    def ground_truth_sha256(self) -> str:
+        """Hash of the converted ground truth: ties a verification result to the conversion it graded."""
+        return hashlib.sha256(self.ground_truth_json().encode("utf-8")).hexdigest()
+
+    @property
+    def argument_count(self) -> int:
+        """Positional arguments of a functional problem: JSON values (lines) in its first test's input."""
+        first = self.tests[0]["input"] if self.tests else ""
+        return first.count("\n") + 1 if first.strip() else 0
 
     def test_bytes(self) -> int:
         """Total size of all test inputs and outputs, in characters."""

@@ -14,6 +14,11 @@ LeetCode) and one for stdin/stdout problems.
 
 What differs: where the system text goes (its own turn vs. the top of the user turn) and the
 ``### Question:`` header with its blank line. The format instructions and the code fence are identical.
+
+Function-call problems that ship no starter code (DeepCoder's ``taco`` and ``primeintellect`` configs keep none;
+PrimeIntellect's ``function_call`` rows have none) are graded by calling ``fn_name``; their prompt gets a stub
+``def <fn_name>(arg1, ..., argN):`` in the starter-code format, the way LiveCodeBench presents LeetCode problems
+(a signature to complete), so the model is told the name it is graded by instead of "read the inputs from stdin".
 """
 
 from __future__ import annotations
@@ -37,6 +42,12 @@ FORMAT_WITHOUT_STARTER_CODE = (
     "it reads the inputs, runs the algorithm and writes output to STDOUT."
 )
 ANSWER_LINE = "### Answer: (use the provided format with backticks)\n\n"
+
+
+def function_stub(fn_name: str, argument_count: int) -> str:
+    """Starter code for a function-call problem without one: ``def fn_name(arg1, ..., argN):`` and an indented line."""
+    arguments = ", ".join(f"arg{position}" for position in range(1, argument_count + 1))
+    return f"def {fn_name}({arguments}):\n    "
 
 
 def format_block(starter_code: str) -> str:

@@ -2,18 +2,23 @@
 
 Each source reads its dataset repository's own files, either from a local copy (``--local-dir ROOT`` holds
 ``ROOT/<owner>/<name>/...`` as ``huggingface-cli download <owner>/<name> --repo-type dataset --local-dir
-ROOT/<owner>/<name>`` leaves it) or from the hub. Row layouts (columns as the repositories store them):
+ROOT/<owner>/<name>`` leaves it) or from the hub. Row layouts (the public code each fact comes from is cited in
+``data_prep/README.md``, "Format facts"):
 
 - ``livecodebench/code_generation_lite``: ``test.jsonl``, ``test2.jsonl`` ... ``test6.jsonl`` (release_v1 ...
-  release_v6 add one file each); columns ``question_title, question_content, platform, question_id,
+  release_v6 add one file each); string columns ``question_title, question_content, platform, question_id,
   contest_id, contest_date, starter_code, difficulty, public_test_cases, private_test_cases, metadata``.
 - ``agentica-org/DeepCoder-Preview-Dataset``: configs ``primeintellect``, ``taco``, ``lcbv5`` (train) and
-  ``codeforces``, ``lcbv5`` (test) as ``<config>/<split>-XXXXX-of-XXXXX.parquet``; columns ``problem``,
-  ``tests`` (JSON), ``starter_code``, ``metadata``.
+  ``codeforces``, ``lcbv5`` (test) as ``<config>/<split>-XXXXX-of-XXXXX.parquet``; columns ``problem``, ``tests``
+  (JSON text), ``solutions`` (list of strings, where the config has them), ``starter_code`` and ``metadata`` (a dict
+  with ``func_name`` in ``lcbv5``; JSON text is accepted too).
 - ``likaixin/TACO-verified``: one ``taco_verified.json`` (a JSON array) with TACO's columns ``question,
-  solutions, starter_code, input_output, difficulty, source, name, url, date, ...``.
+  solutions, starter_code, input_output, difficulty, source, name, url, date, ...``; ``source`` is the platform.
 - ``PrimeIntellect/verifiable-coding-problems``: ``data/train-*.parquet``; columns ``problem_id, source,
   task_type, in_source_id, prompt, gold_standard_solution, verification_info, metadata`` (JSON strings).
+
+Statements lose PrimeIntellect's prompt wrapper here (``data_prep.statements``), so every later step sees the
+problem text only.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 from data_prep import ground_truth
 from data_prep.problem import MalformedRow, Problem
 from data_prep.raw_files import iter_json_lines, iter_json_records, iter_parquet_rows
+from data_prep.statements import strip_prompt_wrapper
 
 LCB_REPO = "livecodebench/code_generation_lite"
 DEEPCODER_REPO = "agentica-org/DeepCoder-Preview-Dataset"
@@ -75,8 +81,8 @@ def lcb_row_date(row: dict[str, Any]) -> str:
 
 
 def convert_lcb_row(row: dict[str, Any], row_id: str) -> Problem:
-    metadata = ground_truth.loads_json(_field(row, "metadata", default="{}"), "metadata") or {}
-    fn_name = metadata.get("func_name") if isinstance(metadata, dict) else None
+    metadata = _metadata(row)
+    fn_name = metadata.get("func_name")
     public = ground_truth.loads_json(_field(row, "public_test_cases"), "public_test_cases")
     private = ground_truth.decode_lcb_private_tests(_field(row, "private_test_cases"))
     return Problem(
@@ -91,6 +97,7 @@ def convert_lcb_row(row: dict[str, Any], row_id: str) -> Problem:
         difficulty=row.get("difficulty") or "",
         contest_date=lcb_row_date(row),
         platform=row.get("platform") or "",
+        source_name="lcb",
     )
 
 
@@ -98,27 +105,32 @@ def _deepcoder_converter(config: str) -> RowConverter:
     family = {"taco": "taco", "primeintellect": "primeintellect"}.get(config, "livecodebench")
 
     def convert(row: dict[str, Any], row_id: str) -> Problem:
-        tests, fn_name = ground_truth.deepcoder_tests(ground_truth.loads_json(_field(row, "tests"), "tests"))
-        metadata = ground_truth.loads_json(row.get("metadata") or "{}", "metadata")
-        metadata = metadata if isinstance(metadata, dict) else {}
+        metadata = _metadata(row)
+        tests, fn_name = ground_truth.deepcoder_tests(
+            ground_truth.loads_json(_field(row, "tests"), "tests"), metadata.get("func_name")
+        )
         return Problem(
             problem_id=row_id,
             source=family,
             origin=f"{DEEPCODER_REPO}:{config}",
-            statement=_field(row, "problem"),
+            statement=strip_prompt_wrapper(_field(row, "problem")),
             tests=tests,
             fn_name=fn_name,
             starter_code=row.get("starter_code") or "",
             difficulty=str(metadata.get("difficulty") or ""),
             contest_date=_date_or_empty(metadata.get("contest_date")),
             platform=str(metadata.get("platform") or config),
+            source_name=f"deepcoder_{config}",
+            solutions=_strings(ground_truth.loads_list(row.get("solutions"), "solutions")),
         )
 
     return convert
 
 
 def convert_taco_verified_row(row: dict[str, Any], row_id: str) -> Problem:
-    tests, fn_name = ground_truth.taco_tests(ground_truth.loads_json(_field(row, "input_output"), "input_output"))
+    platform = str(row.get("source") or "")
+    io = ground_truth.loads_json(_field(row, "input_output"), "input_output")
+    tests, fn_name = ground_truth.taco_tests(io, platform)
     return Problem(
         problem_id=row_id,
         source="taco",
@@ -130,7 +142,9 @@ def convert_taco_verified_row(row: dict[str, Any], row_id: str) -> Problem:
         title=row.get("name") or "",
         difficulty=str(row.get("difficulty") or ""),
         contest_date=_date_or_empty(row.get("date")),
-        platform=str(row.get("source") or ""),
+        platform=platform,
+        source_name="taco_verified",
+        solutions=_strings(ground_truth.loads_list(row.get("solutions"), "solutions")),
     )
 
 
@@ -138,19 +152,21 @@ def convert_primeintellect_row(row: dict[str, Any], row_id: str) -> Problem:
     info = ground_truth.loads_json(_field(row, "verification_info"), "verification_info")
     if not isinstance(info, dict) or "test_cases" not in info:
         raise MalformedRow("missing_field", "verification_info.test_cases")
-    metadata = ground_truth.loads_json(row.get("metadata") or "{}", "metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
+    metadata = _metadata(row)
     tests, fn_name = ground_truth.primeintellect_tests(info["test_cases"])
+    gold = row.get("gold_standard_solution")
     return Problem(
         problem_id=row_id,
         source="primeintellect",
         origin=PRIMEINTELLECT_REPO,
-        statement=_field(row, "prompt"),
+        statement=strip_prompt_wrapper(_field(row, "prompt")),
         tests=tests,
         fn_name=fn_name,
         difficulty=str(metadata.get("difficulty") or ""),
         platform=str(row.get("source") or ""),
         language=str(info.get("language") or "python").lower(),
+        source_name="primeintellect",
+        solutions=[gold] if isinstance(gold, str) and gold.strip() else [],
     )
 
 
@@ -249,6 +265,16 @@ def _as_list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise MalformedRow("bad_test_format", f"{what} tests are a {type(value).__name__}, expected a list")
     return value
+
+
+def _metadata(row: dict[str, Any]) -> dict[str, Any]:
+    """The row's ``metadata``: a dict (DeepCoder parquet) or JSON text (LiveCodeBench, PrimeIntellect); else {}."""
+    metadata = ground_truth.loads_json(row.get("metadata") or {}, "metadata")
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _strings(values: list[Any]) -> list[str]:
+    return [value for value in values if isinstance(value, str) and value.strip()]
 
 
 def _date_or_empty(value: Any) -> str:

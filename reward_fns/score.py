@@ -7,8 +7,8 @@ and ``rollout_reward_scores``), the ``reward.custom_reward_function.reward_kwarg
 reward router, ``reward_router_address`` / ``reward_model_tokenizer`` (ignored here). Sync managers call it from a
 thread pool, so it is thread-safe. The returned dict's ``score`` is the reward; every key becomes a per-sample
 column (``reward_loop.py`` takes the key set of the first sample, so every call returns the same keys) and
-validation averages every non-string column (``metric_utils.process_validation_metrics``): ``acc`` and
-``internal_error`` become rates, ``passed``/``total``/``time_s``/``max_test_time_s`` means; ``verdict`` is a
+validation averages every non-string column (``metric_utils.process_validation_metrics``): ``acc``,
+``internal_error`` and ``ground_truth_error`` become rates, ``passed``/``total``/``time_s``/``max_test_time_s`` means; ``verdict`` is a
 string, which verl skips in metrics and only dumps with the generations.
 
 Grader settings (``reward_fns.types.GraderConfig`` fields), first match wins:
@@ -17,6 +17,11 @@ Grader settings (``reward_fns.types.GraderConfig`` fields), first match wins:
    through ``runtime_env.env_vars``;
 3. the defaults of ``GraderConfig`` (NousCoder limits).
 ``extra_info`` is used only to name the problem in logs; ``data_source`` is not used (every row is graded as code).
+
+``ground_truth`` may be in our layout or in the layout of another code dataset (TACO / verl ``prime_code``,
+LiveCodeBench, PrimeIntellect, rLLM DeepCoder; ``reward_fns.layouts``); an unrecognised layout is logged once per
+process and every such sample is ``internal_error`` with ``ground_truth_error`` set (step metric
+``grading/ground_truth_errors``).
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ _internal_errors = itertools.count(1)
 def compute_score(
     data_source: str,
     solution_str: str,
-    ground_truth: str | dict[str, Any],
+    ground_truth: Any,
     extra_info: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
@@ -60,7 +65,7 @@ def compute_score(
     Returns:
         ``score`` (+1.0 / -1.0), ``acc`` (bool), ``verdict`` (a ``Verdict`` value), ``passed`` and ``total``
         (tests), ``time_s`` (wall time of grading), ``max_test_time_s`` (slowest test), ``internal_error``
-        (bool: the grader or the data failed, not the model).
+        (bool: the grader or the data failed, not the model), ``ground_truth_error`` (bool: it was the data).
     """
     config = grader_config({key: value for key, value in kwargs.items() if key not in _VERL_EXTRA_KWARGS})
     result = grade_response(solution_str, ground_truth, config)
@@ -69,7 +74,7 @@ def compute_score(
     return score_dict(result)
 
 
-def grade_response(response: str, ground_truth: str | dict[str, Any], config: GraderConfig) -> GradeResult:
+def grade_response(response: str, ground_truth: Any, config: GraderConfig) -> GradeResult:
     """Parse the problem, extract the program and run it; a bad ground truth is ``internal_error``.
 
     A failure of the grader itself is ``internal_error`` too (``grade_program`` logs it and never raises), except
@@ -79,7 +84,7 @@ def grade_response(response: str, ground_truth: str | dict[str, Any], config: Gr
     try:
         problem = parse_problem(ground_truth)
     except GroundTruthError as exc:
-        return GradeResult(Verdict.INTERNAL_ERROR, detail=f"bad ground truth: {exc}")
+        return GradeResult.bad_ground_truth(exc, time.perf_counter() - started)
     code = extract_code(response)
     if code is None:
         elapsed = time.perf_counter() - started
@@ -98,10 +103,11 @@ def score_dict(result: GradeResult) -> dict[str, Any]:
         "time_s": result.time_s,
         "max_test_time_s": result.max_test_time_s,
         "internal_error": result.verdict is Verdict.INTERNAL_ERROR,
+        "ground_truth_error": result.ground_truth_error,
     }
 
 
-def parse_problem(ground_truth: str | dict[str, Any]) -> Problem:
+def parse_problem(ground_truth: Any) -> Problem:
     """``Problem.from_ground_truth``, cached for string ground truths (a group of n responses shares one problem)."""
     if isinstance(ground_truth, str):
         return _parse_problem_text(ground_truth)

@@ -1,17 +1,26 @@
 """Shared value types of the grader: problems, tests, limits, verdicts, results.
 
-The ground-truth layout is fixed by DESIGN.md (LiveCodeBench layout):
+Our ground-truth layout (LiveCodeBench's):
 ``{"tests": [{"input": str, "output": str, "testtype": "stdin"|"functional"}, ...], "fn_name": str}``.
+The layouts of other code datasets (TACO / verl ``prime_code``, LiveCodeBench lists, PrimeIntellect, rLLM) are
+converted by ``reward_fns.layouts``; anything else is a ``GroundTruthError``, logged once per layout per process.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from reward_fns.layouts import LayoutError, describe, to_our_layout
+
 TestType = Literal["stdin", "functional"]
+BAD_GROUND_TRUTH = "bad ground truth: "
+"""Prefix of the ``detail`` of a result whose ground truth could not be read."""
+
+logger = logging.getLogger(__name__)
+_logged_layouts: set[str] = set()
 
 
 class Verdict(StrEnum):
@@ -29,7 +38,7 @@ class Verdict(StrEnum):
 
 
 class GroundTruthError(ValueError):
-    """The ground truth of a problem is malformed (not the model's fault)."""
+    """The ground truth of a problem is malformed or in no known layout (not the model's fault)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,27 +62,28 @@ class Problem:
         return any(test.testtype == "functional" for test in self.tests)
 
     @classmethod
-    def from_ground_truth(cls, ground_truth: str | dict[str, Any]) -> Problem:
-        """Parse and validate a ground truth (JSON string or dict); tests sorted by decreasing input size.
+    def from_ground_truth(cls, ground_truth: Any) -> Problem:
+        """Parse and validate a ground truth (JSON string or parsed) in any layout of ``reward_fns.layouts``;
+        tests sorted by decreasing input size.
 
         Raises:
-            GroundTruthError: naming what is wrong (bad JSON, no tests, a test without input/output,
-                an unknown testtype, a functional test without ``fn_name``).
+            GroundTruthError: naming what is wrong (bad JSON, a layout no dataset uses, no tests, a test without
+                input/output, an unknown testtype, a functional test without ``fn_name``). The first occurrence of
+                each unrecognised layout in a process is also logged, with how to convert it.
         """
-        if isinstance(ground_truth, str):
-            try:
-                ground_truth = json.loads(ground_truth)
-            except json.JSONDecodeError as exc:
-                raise GroundTruthError(f"ground truth is not valid JSON: {exc}") from exc
-        if not isinstance(ground_truth, dict) or not isinstance(ground_truth.get("tests"), list):
-            raise GroundTruthError('ground truth must be an object with a "tests" list')
+        try:
+            ground_truth, _ = to_our_layout(ground_truth)
+        except LayoutError as exc:
+            if exc.unrecognised:
+                _log_first(str(exc))
+            raise GroundTruthError(str(exc)) from exc
         raw_tests = ground_truth["tests"]
         if not raw_tests:
             raise GroundTruthError("ground truth has no tests")
         tests = []
         for position, raw in enumerate(raw_tests):
             if not isinstance(raw, dict) or not isinstance(raw.get("input"), str) or not isinstance(raw.get("output"), str):
-                raise GroundTruthError(f"test {position} must have string 'input' and 'output'")
+                raise GroundTruthError(f"test {position} must have string 'input' and 'output' (got {describe(raw)})")
             testtype = raw.get("testtype", "stdin")
             if testtype not in ("stdin", "functional"):
                 raise GroundTruthError(f"test {position} has unknown testtype {testtype!r}")
@@ -83,6 +93,14 @@ class Problem:
             raise GroundTruthError("functional tests need 'fn_name' in the ground truth")
         tests.sort(key=lambda test: len(test.input), reverse=True)
         return cls(tests=tuple(tests), fn_name=fn_name)
+
+
+def _log_first(message: str) -> None:
+    """Log an unrecognised layout the first time this process sees it (then only the counts show it)."""
+    if message not in _logged_layouts:
+        _logged_layouts.add(message)
+        logger.error("%s. Every sample with this layout is graded internal_error (grading/ground_truth_errors).",
+                     message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +145,13 @@ class GradeResult:
     detail: str = ""
     """Short human-readable reason (first failing test index, stderr tail, internal error message)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    ground_truth_error: bool = False
+    """The problem's ground truth could not be read (``internal_error``): the data's fault, not the grader's."""
+
+    @classmethod
+    def bad_ground_truth(cls, error: GroundTruthError, time_s: float = 0.0) -> GradeResult:
+        """``internal_error`` for a ground truth that cannot be read, flagged so the step metrics count it."""
+        return cls(Verdict.INTERNAL_ERROR, time_s=time_s, detail=f"{BAD_GROUND_TRUTH}{error}", ground_truth_error=True)
 
     @property
     def accepted(self) -> bool:

@@ -145,7 +145,8 @@ def grading_metrics(reward_infos: Sequence[Mapping[str, Any]]) -> dict[str, floa
 
     Only dicts with a known ``verdict`` count (rows graded by another reward function, or with no reward info, are
     left out; none at all gives ``{}``). Always: ``grading/verdict/<verdict>`` counts, ``grading/tests_executed/mean``,
-    ``grading/tests_total/mean``, ``grading/tests_saved_frac``, ``grading/internal_errors`` (``reward_fns.ray_pool.
+    ``grading/tests_total/mean``, ``grading/tests_saved_frac``, ``grading/internal_errors``,
+    ``grading/ground_truth_errors`` (``reward_fns.ray_pool.
     grading_step_metrics``). Pool-only (``reward_fns.async_score``): ``grading/latency_s/{p50,p95,max}``,
     ``grading/queue_depth/{mean,max}``, ``grading/worker_restarts``, ``grading/regraded``, each only when some
     dict of the step carries a known (non-negative) value of its key. A metric with no data (NaN, e.g. no ``total``

@@ -41,8 +41,9 @@ def grading_step_metrics(columns: Mapping[str, Sequence[Any]]) -> dict[str, floa
     Keys: ``grading/verdict/<verdict>`` (count of each ``Verdict``), ``grading/tests_executed/mean``,
     ``grading/tests_total/mean``, ``grading/tests_saved_frac`` (1 - executed / total tests: what early exit saved),
     ``grading/latency_s/{p50,p95,max}`` (call to reward, queueing included), ``grading/queue_depth/{mean,max}``,
-    ``grading/worker_restarts`` (cumulative since the pool started), ``grading/internal_errors`` and
-    ``grading/regraded`` (counts in this step).
+    ``grading/worker_restarts`` (cumulative since the pool started), ``grading/internal_errors``,
+    ``grading/ground_truth_errors`` (internal errors whose ground truth could not be read, e.g. a layout no dataset
+    uses) and ``grading/regraded`` (counts in this step).
     """
     verdicts = [str(verdict) for verdict in columns.get("verdict", [])]
     metrics = {f"{PREFIX}verdict/{verdict.value}": float(verdicts.count(verdict.value)) for verdict in Verdict}
@@ -62,6 +63,7 @@ def grading_step_metrics(columns: Mapping[str, Sequence[Any]]) -> dict[str, floa
         f"{PREFIX}queue_depth/max": max(depth, default=math.nan),
         f"{PREFIX}worker_restarts": max(restarts, default=0.0),
         f"{PREFIX}internal_errors": float(sum(bool(value) for value in columns.get("internal_error", []))),
+        f"{PREFIX}ground_truth_errors": float(sum(bool(value) for value in columns.get("ground_truth_error", []))),
         f"{PREFIX}regraded": float(sum(bool(value) for value in columns.get("regraded", []))),
     }
     return metrics

@@ -84,5 +84,4 @@ class SandboxWorker:
         try:
             return self._cache.get(key, lambda: ray.get(ground_truth_ref[0]))
         except GroundTruthError as exc:
-            return GradeResult(Verdict.INTERNAL_ERROR, time_s=time.monotonic() - started,
-                               detail=f"bad ground truth: {exc}")
+            return GradeResult.bad_ground_truth(exc, time.monotonic() - started)

@@ -1,9 +1,29 @@
-"""Raw-format fixture writers for every source, written the way each dataset repository stores its rows.
+"""Raw-format fixture writers, laid out the way each public dataset repository stores its rows.
 
 The fixture problems are the bundled sample's problems (``data_prep.sample``); the writers turn them into each
-source's own layout: LiveCodeBench JSON Lines with compressed private tests, DeepCoder-Preview
-parquet configs, the TACO-verified JSON array (call-based outputs wrapped in a list), PrimeIntellect parquet
-with ``verification_info``. The encoders here are written independently of ``data_prep``.
+source's own layout. Every layout choice below follows public code that reads the real rows (the full table with
+repository and path is ``data_prep/README.md``, "Format facts"):
+
+- LiveCodeBench ``code_generation_lite`` JSON Lines: string columns, ``public_test_cases`` JSON,
+  ``private_test_cases`` base64(zlib(pickle(JSON))), ``metadata`` JSON with ``func_name``, ISO ``contest_date``
+  (LiveCodeBench/LiveCodeBench ``lcb_runner/benchmarks/code_generation.py``).
+- DeepCoder-Preview parquet: ``tests`` a JSON string; ``lcbv5`` tests are LiveCodeBench dicts *without* a per-test
+  ``metadata`` and the row's ``metadata`` is a dict holding ``func_name`` (rllm-org/rllm
+  ``cookbooks/deepcoder/prepare_deepcoder_data.py`` attaches it to each test itself; prime-environments' deepcoder
+  loader reads ``example["metadata"]["func_name"]``); ``taco`` tests are the TACO dict; ``primeintellect`` tests are
+  ``{type, fn_name, input, output}`` with native argument lists and one-element output lists (a NeMo-RL
+  ``deepcoder_preview.py`` joins ``test_case["input"]`` and reads ``test_case["output"][0]``); ``solutions`` a list of
+  strings, PrimeIntellect's fenced in ```python (LLM360/Reasoning360 ``data_preprocess/codegen/primeintellect.py``).
+  The rllm notebooks keep only problem/tests/solutions for ``taco`` and ``primeintellect``: no starter code.
+- TACO-verified one JSON array: ``input_output`` a JSON string, ``solutions`` a native list, ``source`` the platform;
+  call-based outputs wrapped in a one-element list for ``codewars`` only (Reasoning360
+  ``data_preprocess/codegen/taco.py`` checks ``f(*i) == o[0]`` for codewars and ``f(*i) == o`` for leetcode and
+  hackerrank against the row's own solution).
+- PrimeIntellect ``verifiable-coding-problems`` parquet: ``verification_info`` and ``metadata`` JSON strings, the
+  statement wrapped in "Solve the following coding problem using the programming language python: ... Now solve the
+  problem and return the code." (the wrapper Reasoning360 strips), ``gold_standard_solution`` fenced.
+
+The encoders here are written independently of ``data_prep``.
 """
 
 from __future__ import annotations
@@ -19,12 +39,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from data_prep.sample import SampleProblem, load_problems
+from data_prep.sample import SampleProblem, load_problems, load_solutions
 
 LCB = "livecodebench/code_generation_lite"
 DEEPCODER = "agentica-org/DeepCoder-Preview-Dataset"
 TACO_VERIFIED = "likaixin/TACO-verified"
 PRIMEINTELLECT = "PrimeIntellect/verifiable-coding-problems"
+
+WRAPPING_PLATFORMS = frozenset({"codewars"})
+"""TACO platforms whose call-based outputs are wrapped in a one-element list (Reasoning360 taco.py)."""
+PI_PREAMBLE = "Solve the following coding problem using the programming language python:\n\n"
+PI_STDIN_NOTE = "\n\nThe input will be stdin and you should print your solution to stdout\n\n"
+PI_TRAILER = "\n\nNow solve the problem and return the code."
 
 
 FixtureProblem = SampleProblem
@@ -33,6 +59,11 @@ FixtureProblem = SampleProblem
 
 def sample_by_id() -> dict[str, SampleProblem]:
     return {problem.problem_id: problem for problem in load_problems(include_large=False)}
+
+
+def reference_code() -> dict[str, str]:
+    """The bundled reference program of every sample problem (the fixtures' gold solutions)."""
+    return {solution.problem_id: solution.code or "" for solution in load_solutions(kinds=["reference"])}
 
 
 def fixture_problems() -> dict[str, SampleProblem]:
@@ -83,40 +114,53 @@ def lcb_line(problem: FixtureProblem, private: str | None = None) -> str:
     return json.dumps(row) + "\n"
 
 
-def taco_input_output(problem: FixtureProblem) -> dict[str, Any]:
-    """TACO layout: call-based inputs are argument lists, outputs wrapped in a one-element list."""
+def _arguments(test: dict[str, Any]) -> list[Any]:
+    return [json.loads(line) for line in test["input"].split("\n")]
+
+
+def taco_input_output(problem: FixtureProblem, platform: str = "codewars") -> dict[str, Any]:
+    """TACO layout: call-based inputs are argument lists; outputs wrapped in a one-element list on codewars only."""
     tests = problem.ground_truth["tests"]
     if problem.fn_name:
+        wrap = platform in WRAPPING_PLATFORMS
         return {
-            "inputs": [[json.loads(line) for line in test["input"].split("\n")] for test in tests],
-            "outputs": [[json.loads(test["output"])] for test in tests],
+            "inputs": [_arguments(test) for test in tests],
+            "outputs": [[json.loads(test["output"])] if wrap else json.loads(test["output"]) for test in tests],
             "fn_name": problem.fn_name,
         }
     return {"inputs": [test["input"] for test in tests], "outputs": [test["output"] for test in tests]}
 
 
-def primeintellect_cases(problem: FixtureProblem) -> list[dict[str, Any]]:
+def primeintellect_cases(problem: FixtureProblem, native: bool = False) -> list[dict[str, Any]]:
+    """PrimeIntellect test cases: function calls with an argument list and a one-element output list, as JSON text
+    (raw ``verification_info``) or as native lists (``native``: DeepCoder's ``primeintellect`` config)."""
     tests = problem.ground_truth["tests"]
     if problem.fn_name:
+        encode = (lambda value: value) if native else json.dumps
         return [
             {
                 "type": "function_call",
                 "fn_name": problem.fn_name,
-                "input": json.dumps([json.loads(line) for line in test["input"].split("\n")]),
-                "output": json.dumps([json.loads(test["output"])]),
+                "input": encode(_arguments(test)),
+                "output": encode([json.loads(test["output"])]),
             }
             for test in tests
         ]
     return [{"type": "stdin_stdout", "input": test["input"], "output": test["output"]} for test in tests]
 
 
-def deepcoder_tests(problem: FixtureProblem, config: str) -> str:
+def primeintellect_statement(problem: FixtureProblem) -> str:
+    """The statement inside PrimeIntellect's prompt wrapper (the stdin note only for stdin problems)."""
+    note = "" if problem.fn_name else PI_STDIN_NOTE.rstrip("\n")
+    return PI_PREAMBLE + problem.statement + note + PI_TRAILER
+
+
+def deepcoder_tests(problem: FixtureProblem, config: str, platform: str = "codewars") -> str:
     if config == "taco":
-        return json.dumps(taco_input_output(problem))
+        return json.dumps(taco_input_output(problem, platform))
     if config == "primeintellect":
-        return json.dumps(primeintellect_cases(problem))
-    metadata = {"func_name": problem.fn_name} if problem.fn_name else {}
-    return json.dumps([dict(test, metadata=metadata) for test in problem.ground_truth["tests"]])
+        return json.dumps(primeintellect_cases(problem, native=True))
+    return json.dumps(problem.ground_truth["tests"])
 
 
 def write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -130,13 +174,19 @@ def write_lcb(repo: Path, files: dict[str, list[str]]) -> None:
         (repo / name).write_text("".join(lines))
 
 
-def deepcoder_row(problem: FixtureProblem, config: str, tests: str | None = None) -> dict[str, Any]:
-    return {
-        "problem": problem.statement,
-        "tests": tests if tests is not None else deepcoder_tests(problem, config),
-        "starter_code": problem.starter_code,
-        "metadata": json.dumps({"difficulty": problem.difficulty}),
-    }
+def deepcoder_row(
+    problem: FixtureProblem, config: str, tests: str | None = None, platform: str = "codewars"
+) -> dict[str, Any]:
+    """One DeepCoder-Preview row of ``config``: lcbv5 keeps starter code and a metadata dict; taco and
+    primeintellect carry problem, tests and solutions only (PrimeIntellect's statement keeps its wrapper)."""
+    tests = tests if tests is not None else deepcoder_tests(problem, config, platform)
+    code = reference_code().get(problem.problem_id, "")
+    if config == "lcbv5":
+        metadata = {"func_name": problem.fn_name, "difficulty": problem.difficulty}
+        return {"problem": problem.statement, "tests": tests, "starter_code": problem.starter_code, "metadata": metadata}
+    if config == "primeintellect":
+        return {"problem": primeintellect_statement(problem), "tests": tests, "solutions": [f"```python\n{code}```"]}
+    return {"problem": problem.statement, "tests": tests, "solutions": [code] if code else []}
 
 
 def write_deepcoder(repo: Path, configs: dict[str, list[dict[str, Any]]]) -> None:
@@ -144,16 +194,19 @@ def write_deepcoder(repo: Path, configs: dict[str, list[dict[str, Any]]]) -> Non
         write_parquet(repo / config / "train-00000-of-00001.parquet", rows)
 
 
-def taco_verified_row(problem: FixtureProblem, input_output: str | None = None) -> dict[str, Any]:
+def taco_verified_row(
+    problem: FixtureProblem, input_output: str | None = None, platform: str = "codewars"
+) -> dict[str, Any]:
+    code = reference_code().get(problem.problem_id, "")
     return {
         "question": problem.statement,
-        "solutions": json.dumps([]),
+        "solutions": [code] if code else [],
         "starter_code": problem.starter_code,
-        "input_output": input_output if input_output is not None else json.dumps(taco_input_output(problem)),
+        "input_output": input_output if input_output is not None else json.dumps(taco_input_output(problem, platform)),
         "difficulty": problem.difficulty.upper(),
         "raw_tags": "[]",
         "name": problem.title,
-        "source": problem.platform,
+        "source": platform,
         "tags": "[]",
         "skill_types": "[]",
         "url": "",
@@ -167,13 +220,14 @@ def taco_verified_row(problem: FixtureProblem, input_output: str | None = None) 
 
 
 def primeintellect_row(problem: FixtureProblem, language: str = "python", drop: str | None = None) -> dict[str, Any]:
+    code = reference_code().get(problem.problem_id, "")
     row = {
         "problem_id": problem.problem_id,
         "source": problem.platform,
         "task_type": "verifiable_code",
         "in_source_id": problem.problem_id,
-        "prompt": problem.statement,
-        "gold_standard_solution": "",
+        "prompt": primeintellect_statement(problem),
+        "gold_standard_solution": f"```python\n{code}```" if code else None,
         "verification_info": json.dumps({"language": language, "test_cases": primeintellect_cases(problem)}),
         "metadata": json.dumps({"difficulty": problem.difficulty}),
     }

@@ -27,6 +27,7 @@ from data_prep_raw_sources import (
 from data_prep.build import BuildConfig, build_mix
 from data_prep.build_deepcoder_mix import main as cli_main
 from data_prep.filters import QualityConfig
+from data_prep.loading import SourceUnavailable
 
 
 def _lcb_files(problems: dict[str, FixtureProblem]) -> dict[str, list[str]]:
@@ -172,7 +173,8 @@ def test_rows_have_the_verl_layout_and_converted_ground_truth(
         assert json.loads(converted["output"]) == json.loads(expected["output"])
     assert [row["extra_info"]["index"] for row in train.values()] == list(range(5))
     assert [m["role"] for m in taco_functional["prompt"]] == ["system", "user"]
-    assert f"```python\n{problems['taco_functional'].starter_code}\n```" in taco_functional["prompt"][1]["content"]
+    # DeepCoder's taco config ships no starter code: the prompt gets a stub with the graded function's name
+    assert "```python\ndef compressRuns(arg1):\n    \n```" in taco_functional["prompt"][1]["content"]
     lcb_test = _rows(tmp_path / "out" / "test.parquet")[0]
     assert lcb_test["extra_info"]["problem_id"] == "lcb/count_hills"
     lcb_truth = json.loads(lcb_test["reward_model"]["ground_truth"])
@@ -234,6 +236,11 @@ def test_missing_source_directory_gives_one_clear_message(
     assert error.count("\n") == 1
 
 
+class _FakeHubInfo:
+    def __init__(self, sha: str) -> None:
+        self.sha = sha
+
+
 def test_unreachable_hub_gives_one_clear_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -242,27 +249,37 @@ def test_unreachable_hub_gives_one_clear_message(
     def refuse(*args, **kwargs):
         raise ConnectionError("name resolution failed")
 
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", refuse)
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", refuse)
     code = cli_main(["--from", "hub", "--out", str(tmp_path / "out")])
     error = capsys.readouterr().err
-    assert code == 2
-    assert "cannot read livecodebench/code_generation_lite from the hub" in error
-    assert "--local-dir" in error and "--from sample" in error
+    assert code == 2 and error.count("\n") == 1
+    assert "cannot resolve revision 'main' of livecodebench/code_generation_lite on the hub" in error
+    assert "--local-dir" in error and "name resolution failed" in error
 
 
-def test_hub_mode_streams_parquet_configs_and_reports_a_dead_hub(
+def test_hub_mode_pins_one_commit_per_repository_and_reports_a_dead_hub(
     local_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     import datasets
     import huggingface_hub
 
-    def local_file(repo_id: str, filename: str, repo_type: str) -> str:
+    downloads = []
+    resolved = {LCB: "a" * 40, DEEPCODER: "b" * 40}
+
+    def dataset_info(self, repo_id: str, revision: str | None = None):
+        assert revision in (None, "v6-tag")
+        return _FakeHubInfo(resolved[repo_id] if revision is None else "c" * 40)
+
+    def local_file(repo_id: str, filename: str, repo_type: str, revision: str) -> str:
         assert repo_type == "dataset"
+        downloads.append((repo_id, filename, revision))
         return str(local_root / repo_id / filename)
 
     def refuse(*args, **kwargs):
+        assert kwargs["revision"] == "b" * 40  # every config of a repository is read at the resolved commit
         raise ConnectionError("hub unreachable")
 
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", dataset_info)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", local_file)
     monkeypatch.setattr(datasets, "load_dataset", refuse)
     code = cli_main(["--from", "hub", "--lcb-version", "v6", "--out", str(tmp_path / "out")])
@@ -270,6 +287,26 @@ def test_hub_mode_streams_parquet_configs_and_reports_a_dead_hub(
     assert code == 2
     assert "cannot read agentica-org/DeepCoder-Preview-Dataset:taco from the hub" in error
     assert (tmp_path / "out" / "test.parquet").exists()
+    assert set(downloads) == {(LCB, "test6.jsonl", "a" * 40)}
+    args = ["--from", "hub", "--lcb-version", "v6", "--revision", f"{LCB}=v6-tag", "--train-sources", "lcb"]
+    assert cli_main([*args, "--out", str(tmp_path / "pinned")]) == 0
+    manifest = json.loads((tmp_path / "pinned" / "manifest.json").read_text())
+    assert manifest["sources"][0] | {"files": None} == {
+        "name": "lcb", "repo": LCB, "config": None, "splits": ["test", "train"], "revision": "c" * 40,
+        "requested": "v6-tag", "files": None,
+    }
+
+
+def test_local_copy_records_its_download_revision_and_refuses_another_pin(local_root: Path, tmp_path: Path) -> None:
+    for path in (local_root / LCB).glob("*.jsonl"):
+        metadata = local_root / LCB / ".cache" / "huggingface" / "download" / f"{path.name}.metadata"
+        metadata.parent.mkdir(parents=True, exist_ok=True)
+        metadata.write_text(f"{'d' * 40}\netag\n1712656091.123\n")
+    manifest = _build(local_root, tmp_path / "out")
+    revisions = {source["name"]: source["revision"] for source in manifest["sources"]}
+    assert revisions["lcb"] == "d" * 40 and revisions["deepcoder_taco"].startswith("unknown")
+    with pytest.raises(SourceUnavailable, match=f"revision {'d' * 40}, but --revision pins {'e' * 40}"):
+        _build(local_root, tmp_path / "pinned", revisions={LCB: "e" * 40})
 
 
 def test_cli_flags_reach_the_build(local_root: Path, tmp_path: Path) -> None:

@@ -98,17 +98,24 @@ def test_taco_mismatched_lengths_are_malformed() -> None:
 
 
 def test_primeintellect_function_call_and_stdin() -> None:
-    converted, fn_name = primeintellect_tests(
-        [
-            {"type": "function_call", "fn_name": "add", "input": "[1, 2]", "output": "[3]"},
-            {"type": "stdin_stdout", "input": "5\n", "output": "5\n"},
-        ]
-    )
-    assert fn_name == "add"
-    assert converted == [
-        {"input": "1\n2", "output": "3", "testtype": "functional"},
-        {"input": "5\n", "output": "5\n", "testtype": "stdin"},
+    calls = [
+        {"type": "function_call", "fn_name": "add", "input": "[1, 2]", "output": "[3]"},
+        {"type": "function_call", "fn_name": "add", "input": [[4], "x"], "output": [[5, 6]]},
     ]
+    assert primeintellect_tests(calls) == (
+        [
+            {"input": "1\n2", "output": "3", "testtype": "functional"},
+            {"input": '[4]\n"x"', "output": "[5, 6]", "testtype": "functional"},
+        ],
+        "add",
+    )
+    assert primeintellect_tests([{"type": "stdin_stdout", "input": "5\n", "output": "5\n"}]) == (
+        [{"input": "5\n", "output": "5\n", "testtype": "stdin"}],
+        None,
+    )
+    with pytest.raises(MalformedRow) as error:
+        primeintellect_tests([calls[0], {"type": "stdin_stdout", "input": "5\n", "output": "5\n"}])
+    assert error.value.reason == "bad_test_format"
 
 
 def test_deepcoder_dispatches_on_each_config_shape() -> None:

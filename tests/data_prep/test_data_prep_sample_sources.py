@@ -97,13 +97,13 @@ def test_every_reference_solution_is_accepted_on_its_converted_ground_truth(
     from reward_fns import compute_score
 
     out, _ = sample_build
-    by_statement = {problem.statement: problem.problem_id for problem in load_problems(include_large=False)}
+    by_statement = {problem.statement.strip(): problem.problem_id for problem in load_problems(include_large=False)}
     references = {solution.problem_id: solution for solution in load_solutions(kinds=["reference"])}
     graded = {}
     for split in ("train", "test"):
         for row in pq.read_table(out / f"{split}.parquet").to_pylist():
             statement = row["prompt"][1]["content"].split("### Question:\n", 1)[1].split("\n\n### Format:", 1)[0]
-            problem_id = by_statement[statement]
+            problem_id = by_statement[statement.strip()]
             result = compute_score(
                 row["data_source"],
                 references[problem_id].completion,
@@ -115,15 +115,23 @@ def test_every_reference_solution_is_accepted_on_its_converted_ground_truth(
     assert {problem_id: verdict for problem_id, verdict in graded.items() if verdict != "accepted"} == {}
 
 
-def test_no_arguments_offline_builds_the_bundled_sample_and_says_so(
+def test_no_arguments_offline_is_an_error_naming_the_downloads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
+    """An offline node must not train on the 44-problem sample by accident: --from auto stops, nothing is written."""
     monkeypatch.setattr("data_prep.build.hub_reachable", lambda: False)
     monkeypatch.chdir(tmp_path)
-    assert cli_main([]) == 0
-    said = capsys.readouterr().out
-    assert "building from the bundled sample" in said and "--local-dir" in said
-    out = tmp_path / "data" / "deepcoder_mix"
+    assert cli_main([]) == 2
+    error = capsys.readouterr().err
+    for repo in (LCB, DEEPCODER):
+        assert f"huggingface-cli download {repo} --repo-type dataset --local-dir ROOT/{repo}" in error
+    assert "--local-dir ROOT" in error and "--from sample" in error and error.count("\n") == 1
+    assert not (tmp_path / "data").exists()
+
+
+def test_from_sample_builds_the_bundled_sample(tmp_path: Path) -> None:
+    out = tmp_path / "sample_mix"
+    assert cli_main(["--from", "sample", "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     problems = load_problems(include_large=False)
     in_test = sum(1 for p in problems if "2024-08-01" <= p.contest_date[:10] < "2025-05-01")

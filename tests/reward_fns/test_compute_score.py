@@ -30,7 +30,9 @@ PAIRS_PROBLEM = json.dumps(
         "fn_name": "pairWith",
     }
 )
-EXPECTED_KEYS = {"score", "acc", "verdict", "passed", "total", "time_s", "max_test_time_s", "internal_error"}
+EXPECTED_KEYS = {
+    "score", "acc", "verdict", "passed", "total", "time_s", "max_test_time_s", "internal_error", "ground_truth_error"
+}
 
 
 def answer(code: str, thinking: str = "Let me think.") -> str:

@@ -1,0 +1,40 @@
+"""Problem statements: the prompt wrapper some sources put around them, and the words duplicates are found by.
+
+PrimeIntellect's SYNTHETIC-1 prompts, and so DeepCoder's ``primeintellect`` config, wrap the statement as
+``Solve the following coding problem using the programming language python:\\n\\n<statement>\\n\\nThe input will be
+stdin and you should print your solution to stdout\\n\\n\\nNow solve the problem and return the code.`` (a row in
+modelscope/ms-swift ``docs/source/BestPractices/GRPO代码训练.md``; LLM360/Reasoning360
+``data_preprocess/codegen/primeintellect.py`` splits the preamble off the DeepCoder rows). The wrapper is removed
+before the statement reaches the prompt (whose own format block says how to answer) and before hashing, so that
+the same problem from TACO or LiveCodeBench is recognised as a duplicate.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+
+_PREAMBLE = re.compile(r"\A\s*Solve the following coding problem using the programming language [\w+#.-]+\s*:\s*", re.I)
+_TRAILER = re.compile(r"\s*Now solve the problem and return the code\.?\s*\Z", re.I)
+_IO_NOTE = re.compile(
+    r"\s*The input will be (?:stdin and you should print your solution to stdout|given via stdin and the output "
+    r"should be printed to stdout by your code)\.?\s*\Z",
+    re.I,
+)
+_HTML_TAG = re.compile(r"</?[a-zA-Z][^<>]{0,200}>")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def strip_prompt_wrapper(statement: str) -> str:
+    """The statement without PrimeIntellect's preamble, I/O note and trailer; unchanged when it has none."""
+    stripped = _PREAMBLE.sub("", statement, count=1)
+    stripped = _TRAILER.sub("", stripped, count=1)
+    return _IO_NOTE.sub("", stripped, count=1)
+
+
+def statement_words(statement: str) -> list[str]:
+    """Normalised words for hashing: wrapper removed, HTML entities decoded and tags dropped (LeetCode statements
+    are HTML), NFKC, lower case, runs of letters and digits (punctuation, markdown and spacing ignored)."""
+    text = _HTML_TAG.sub(" ", html.unescape(strip_prompt_wrapper(statement)))
+    return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
