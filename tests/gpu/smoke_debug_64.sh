@@ -16,12 +16,20 @@ set -euo pipefail
 
 PYTHON=${PYTHON:-python}
 MODEL=${MODEL:-Qwen/Qwen2.5-0.5B-Instruct}
-NGPUS=${NGPUS:-$(nvidia-smi --list-gpus | wc -l)}
+if [[ -z "${NGPUS:-}" ]]; then
+  if ! command -v nvidia-smi >/dev/null; then
+    echo "smoke_debug_64: no GPU here (nvidia-smi is not installed); this test needs CUDA GPUs and vLLM." >&2
+    echo "  On a CPU-only machine the same loop runs as: python -m recipe.nouscoder.main --config-name debug_cpu" >&2
+    exit 1
+  fi
+  NGPUS=$(nvidia-smi --list-gpus 2>/dev/null | wc -l)
+fi
 OUT=$(mkdir -p "${OUT:-smoke_debug_64}" && cd "${OUT:-smoke_debug_64}" && pwd)
 RUN_DIR=$OUT/checkpoints
 
 if [[ "$NGPUS" -lt 1 ]]; then
-  echo "smoke_debug_64: no GPU found (nvidia-smi lists none); this test needs CUDA GPUs and vLLM" >&2
+  echo "smoke_debug_64: no GPU found (nvidia-smi lists none); this test needs CUDA GPUs and vLLM." >&2
+  echo "  On a CPU-only machine the same loop runs as: python -m recipe.nouscoder.main --config-name debug_cpu" >&2
   exit 1
 fi
 "$PYTHON" -c "import vllm" || { echo "smoke_debug_64: vLLM is not installed (pip install -e '.[gpu]')" >&2; exit 1; }

@@ -66,3 +66,19 @@ def test_shellcheck_clean(script: Path):
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_gpu_smoke_script_says_what_is_missing_on_a_machine_without_gpus(tmp_path):
+    """No `nvidia-smi: command not found` crash: its own message and the CPU-mode alternative, before any work."""
+    completed = subprocess.run(
+        ["bash", str(REPO / "tests" / "gpu" / "smoke_debug_64.sh")],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")},  # no nvidia-smi on this PATH
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 1
+    assert "no GPU here (nvidia-smi is not installed)" in completed.stderr
+    assert "--config-name debug_cpu" in completed.stderr
+    assert "command not found" not in completed.stderr and not (tmp_path / "out").exists()
