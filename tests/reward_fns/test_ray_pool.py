@@ -136,11 +136,12 @@ def test_a_worker_killed_mid_grade_is_regraded_and_a_second_death_gives_internal
     config = PoolConfig(name="faults", max_worker_restarts=2)
     client = pool_client(config, "auto")
     assert ray.get(client.dispatcher.ready.remote()) == 2
-    sleeper = fenced("import time\ntime.sleep(2.5)\nprint(int(input()))")
+    # 6 s of sleep: the kill must land mid-grade even when a loaded machine polls the busy list slowly
+    sleeper = fenced("import time\ntime.sleep(6)\nprint(int(input()))")
     problem = stdin_problem(["0\n"])
 
     def busy_pids(killed: list[int]) -> list[int]:
-        """Workers whose call has run 0.3 s of the 2.5 s program (the kill lands mid-grade even if polling is slow)."""
+        """Workers whose call has run 0.3 s of the 6 s program."""
         return [call["pid"] for call in ray.get(client.dispatcher.busy_workers.remote())
                 if call["method"] == "grade" and call["pid"] not in (None, *killed) and call["running_s"] > 0.3]
 
