@@ -8,7 +8,7 @@ verl_ext -> policy loss of verl_ext with TIS -> FSDP2 update over gloo -> weight
 
 - sync (`nouscoder_sync`, 2 FSDP ranks): grpo_plus + dapo, known answers for every response (fraction 1.0), so
   problems whose bundled programs all pass get solved by their whole group and leave training (online filter);
-  validation every 2 steps feeds `select_checkpoint`, whose merged model must load and generate;
+  validation at the last step feeds `select_checkpoint`, whose merged model must load and generate;
 - separate_async (`nouscoder_separate_async`, 1 trainer rank + 1 standalone rollout, weights over `cpu_gloo`):
   microcoder_grpo with a repetition window (the response-token path of the trainer wrapper) + gspo_plus, half of
   the responses written by the model (sampled through the hf_cpu server), graded by the synchronous reward
@@ -33,12 +33,13 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from recipe.nouscoder.online_filter import STATE_FILE_NAME
 
-pytestmark = pytest.mark.integration
+# Each layout runs the CLI twice (Ray, ~15 Python processes): minutes on a busy 2-core machine.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[2]
 KNOWN_ANSWERS = "actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction"
 LAYOUTS = {
-    "sync": [f"{KNOWN_ANSWERS}=1.0", "trainer.test_freq=2"],
+    "sync": [f"{KNOWN_ANSWERS}=1.0", "trainer.test_freq=3"],  # validates the last step only
     "separate_async": [
         "cpu_layout=separate_async",
         "objective=gspo_plus",
