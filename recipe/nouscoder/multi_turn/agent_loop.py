@@ -90,16 +90,16 @@ class PublicTestFeedbackAgentLoop(AgentLoopBase):
                     sampling_params={**sampling_params, "max_tokens": self.token_budget - len(response_mask)},
                 )
             self._merge_server_fields(extra_fields, output, known_answers, metrics)
+            tracking = response_logprobs is not None
             merge, response_mask, aligned_logprobs = await self.ct_merge_assistant_token(
                 runtime_ids,
                 output.token_ids,
                 response_mask,
-                response_logprobs if output.log_probs else None,
-                assistant_logprobs=output.log_probs or None,
+                response_logprobs,
+                assistant_logprobs=(output.log_probs or []) if tracking else None,
             )
             runtime_ids = merge.token_ids
-            if aligned_logprobs is not None:
-                response_logprobs = aligned_logprobs
+            response_logprobs = aligned_logprobs
             text = await self.loop.run_in_executor(
                 None, lambda ids=output.token_ids: self.tokenizer.decode(ids, skip_special_tokens=True)
             )
@@ -125,9 +125,8 @@ class PublicTestFeedbackAgentLoop(AgentLoopBase):
             if not trajectory.room_for_next_turn(len(response_mask), added, self.token_budget, self.options.min_turn_tokens):
                 trajectory.stop_reason = "token_budget"
                 break
-            messages, runtime_ids, response_mask = updated, feedback_merge.token_ids, feedback_mask
-            if response_logprobs is not None:
-                response_logprobs = feedback_logprobs
+            messages, runtime_ids = updated, feedback_merge.token_ids
+            response_mask, response_logprobs = feedback_mask, feedback_logprobs
             trajectory.feedback_tokens += added
 
         if first_hidden is not None:
@@ -141,7 +140,7 @@ class PublicTestFeedbackAgentLoop(AgentLoopBase):
             prompt_ids=runtime_ids[:prompt_length],
             response_ids=response_ids[: self.response_length],
             response_mask=response_mask[: self.response_length],
-            response_logprobs=response_logprobs[: self.response_length] if response_logprobs else None,
+            response_logprobs=response_logprobs[: self.response_length] if response_logprobs is not None else None,
             num_turns=2 * len(trajectory.turns),
             metrics=metrics,
             extra_fields=extra_fields,
