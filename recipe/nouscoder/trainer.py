@@ -305,7 +305,8 @@ class NousCoderTrainerMixin:
             extra_fields = rollouts.non_tensor_batch["extra_fields"]
             metrics.update(grading_metrics(reward_infos_from_extra_fields(extra_fields)))
             metrics.update(known_answer_metrics(extra_fields))
-            metrics.update(multi_turn_metrics(extra_fields))
+            trained_tokens = rollouts.batch["response_mask"].sum(dim=-1).tolist()
+            metrics.update(multi_turn_metrics(extra_fields, trained_tokens))
         if self.nouscoder.metrics.enable:
             metrics.update(
                 compute_step_metrics(

@@ -15,7 +15,9 @@ Keys (only for steps whose rollouts carry a multi-turn record; none otherwise):
 - ``multi_turn/feedback_tokens/mean`` and ``.../fraction``: feedback tokens per rollout, and their share of all
   response tokens (model + feedback);
 - ``multi_turn/stop_reason/<reason>``: rollouts ended by each rule of ``conversation``;
-- ``multi_turn/public_tests_errors``: rollouts whose row had unreadable public tests (run single-turn).
+- ``multi_turn/public_tests_errors``: rollouts whose row had unreadable public tests (run single-turn);
+- ``multi_turn/mask_mismatch`` (given the trained batch's ``response_mask``): rollouts whose trained tokens are not
+  exactly their model tokens (0 unless the masking is broken: feedback tokens must not train, model tokens must).
 """
 
 from __future__ import annotations
@@ -35,15 +37,14 @@ def _rate(values: Sequence[bool]) -> float:
     return sum(values) / len(values)
 
 
-def multi_turn_metrics(extra_fields: Sequence[Any]) -> dict[str, float]:
-    """The ``multi_turn/*`` metrics of one step's rollouts (module docstring); {} when none is multi-turn."""
-    rollouts = [
-        (record, info)
-        for record, info in zip(
-            extra_field_values(extra_fields, TRAJECTORY_KEY), reward_infos_from_extra_fields(extra_fields), strict=True
-        )
-        if isinstance(record, Mapping)
-    ]
+def multi_turn_metrics(extra_fields: Sequence[Any], trained_tokens: Sequence[int] | None = None) -> dict[str, float]:
+    """The ``multi_turn/*`` metrics of one step's rollouts (module docstring); {} when none is multi-turn.
+
+    ``trained_tokens``: each rollout's ``response_mask`` sum, row-aligned with ``extra_fields``.
+    """
+    every_record = extra_field_values(extra_fields, TRAJECTORY_KEY)
+    infos = reward_infos_from_extra_fields(extra_fields)
+    rollouts = [(record, info) for record, info in zip(every_record, infos, strict=True) if isinstance(record, Mapping)]
     if not rollouts:
         return {}
     records = [record for record, _ in rollouts]
@@ -59,6 +60,12 @@ def multi_turn_metrics(extra_fields: Sequence[Any]) -> dict[str, float]:
     reasons = Counter(record.get("stop_reason") for record in records)
     metrics.update({PREFIX + f"stop_reason/{reason}": float(reasons[reason]) for reason in STOP_REASONS})
     metrics[PREFIX + "public_tests_errors"] = float(sum(bool(record.get("public_tests_error")) for record in records))
+    if trained_tokens is not None:
+        mismatched = [
+            isinstance(record, Mapping) and int(trained) != sum(record.get("turn_tokens") or [])
+            for record, trained in zip(every_record, trained_tokens, strict=True)
+        ]
+        metrics[PREFIX + "mask_mismatch"] = float(sum(mismatched))
     return metrics
 
 
