@@ -55,6 +55,16 @@ def check_reward_manager(config: Any) -> None:
         )
 
 
+class _Tokens:
+    """The token stream of one trajectory: prompt + every turn so far, and the response-side mask / log-probs."""
+
+    def __init__(self, prompt_ids: list[int], track_logprobs: bool):
+        self.runtime_ids = list(prompt_ids)
+        self.prompt_length = len(prompt_ids)
+        self.response_mask: list[int] = []
+        self.response_logprobs: list[float] | None = [] if track_logprobs else None
+
+
 @register(AGENT_NAME)
 class PublicTestFeedbackAgentLoop(AgentLoopBase):
     """One trajectory of up to ``max_turns`` model turns with public-test feedback between them (module docstring)."""
@@ -68,66 +78,38 @@ class PublicTestFeedbackAgentLoop(AgentLoopBase):
         self.grader = public_grader_for(self.config, self.options.public_grading)
 
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any) -> AgentLoopOutput:
-        messages = list(kwargs["raw_prompt"])
         public, public_error = self._public_tests(kwargs.get("extra_info"))
         hidden_truth = (kwargs.get("reward_model") or {}).get("ground_truth")
         trajectory = Trajectory(self.options, has_public_tests=public is not None, public_tests_error=public_error)
+        messages = list(kwargs["raw_prompt"])
+        state = _Tokens(await self.ct_build_initial_tokens(messages), sampling_params.get("logprobs"))
+        request_id = f"det-{int(priority)}" if self.rollout_config.full_determinism else uuid4().hex
         metrics: dict[str, Any] = {}
         extra_fields: dict[str, Any] = {}
         known_answers: list[str] = []
         first_hidden: asyncio.Task | None = None
-        request_id = f"det-{int(priority)}" if self.rollout_config.full_determinism else uuid4().hex
-
-        runtime_ids = await self.ct_build_initial_tokens(messages)
-        prompt_length = len(runtime_ids)
-        response_mask: list[int] = []
-        response_logprobs: list[float] | None = [] if sampling_params.get("logprobs") else None
         while trajectory.stop_reason is None:
             with simple_timer("generate_sequences", metrics):
                 output: TokenOutput = await self.server_manager.generate(
                     request_id=request_id,
-                    prompt_ids=runtime_ids,
-                    sampling_params={**sampling_params, "max_tokens": self.token_budget - len(response_mask)},
+                    prompt_ids=state.runtime_ids,
+                    sampling_params={**sampling_params, "max_tokens": self.token_budget - len(state.response_mask)},
                 )
             self._merge_server_fields(extra_fields, output, known_answers, metrics)
-            tracking = response_logprobs is not None
-            merge, response_mask, aligned_logprobs = await self.ct_merge_assistant_token(
-                runtime_ids,
-                output.token_ids,
-                response_mask,
-                response_logprobs,
-                assistant_logprobs=(output.log_probs or []) if tracking else None,
-            )
-            runtime_ids = merge.token_ids
-            response_logprobs = aligned_logprobs
-            text = await self.loop.run_in_executor(
-                None, lambda ids=output.token_ids: self.tokenizer.decode(ids, skip_special_tokens=True)
-            )
-            turn = Turn(extract_code(text), len(output.token_ids), done=len(trajectory.turns) > 0 and is_done_reply(text, self.options))
+            text = await self._append_model_turn(state, output)
+            turn = Turn(extract_code(text), len(output.token_ids), bool(trajectory.turns) and is_done_reply(text, self.options))
             trajectory.turns.append(turn)
-            cut = len(response_mask) >= self.token_budget
-            trajectory.stop_reason = trajectory.stop_before_check(turn, cut)
+            trajectory.stop_reason = trajectory.stop_before_check(turn, len(state.response_mask) >= self.token_budget)
             if trajectory.stop_reason is not None:
                 break
             with simple_timer("tool_calls", metrics):
                 turn.public = await check_public(self.grader, text, public)
             trajectory.stop_reason = trajectory.stop_after_check(turn.public)
-            if trajectory.stop_reason is not None:
-                break
-            if first_hidden is None and self.options.grade_first_turn_on_hidden and hidden_truth is not None:
-                first_hidden = asyncio.create_task(self.grader.grade(text, hidden_truth))
-            previous = messages + [{"role": "assistant", "content": text}]
-            updated = previous + [{"role": "user", "content": feedback_message(turn.public, self.options, self.grader.config)}]
-            feedback_merge, feedback_mask, feedback_logprobs = await self.ct_merge_context_msg(
-                previous, updated, runtime_ids, response_mask, response_logprobs
-            )
-            added = len(feedback_mask) - len(response_mask)
-            if not trajectory.room_for_next_turn(len(response_mask), added, self.token_budget, self.options.min_turn_tokens):
-                trajectory.stop_reason = "token_budget"
-                break
-            messages, runtime_ids = updated, feedback_merge.token_ids
-            response_mask, response_logprobs = feedback_mask, feedback_logprobs
-            trajectory.feedback_tokens += added
+            if trajectory.stop_reason is None:
+                feedback = feedback_message(turn.public, self.options, self.grader.config)
+                messages = await self._append_feedback(state, trajectory, messages, text, feedback)
+            if trajectory.stop_reason is None and first_hidden is None and self._grade_first_turn(hidden_truth):
+                first_hidden = asyncio.create_task(self.grader.grade(text, hidden_truth))  # metric; runs alongside
 
         if first_hidden is not None:
             trajectory.first_turn_hidden_accepted = (await first_hidden).accepted
@@ -135,16 +117,49 @@ class PublicTestFeedbackAgentLoop(AgentLoopBase):
         if known_answers:
             extra_fields[KNOWN_ANSWER_FIELD] = "+".join(mark for mark in known_answers if mark)
         extra_fields.update({"turn_scores": [], "tool_rewards": []})  # the schema of verl's own agent loops
-        response_ids = runtime_ids[prompt_length:]
         return AgentLoopOutput(
-            prompt_ids=runtime_ids[:prompt_length],
-            response_ids=response_ids[: self.response_length],
-            response_mask=response_mask[: self.response_length],
-            response_logprobs=response_logprobs[: self.response_length] if response_logprobs is not None else None,
+            prompt_ids=state.runtime_ids[: state.prompt_length],
+            response_ids=state.runtime_ids[state.prompt_length :][: self.response_length],
+            response_mask=state.response_mask[: self.response_length],
+            response_logprobs=None if state.response_logprobs is None else state.response_logprobs[: self.response_length],
             num_turns=2 * len(trajectory.turns),
             metrics=metrics,
             extra_fields=extra_fields,
         )
+
+    async def _append_model_turn(self, state: _Tokens, output: TokenOutput) -> str:
+        """Append the generated tokens (mask 1, their log-probs when tracked); return the turn's text."""
+        merge, state.response_mask, state.response_logprobs = await self.ct_merge_assistant_token(
+            state.runtime_ids,
+            output.token_ids,
+            state.response_mask,
+            state.response_logprobs,
+            assistant_logprobs=None if state.response_logprobs is None else (output.log_probs or []),
+        )
+        state.runtime_ids = merge.token_ids
+        return await self.loop.run_in_executor(
+            None, lambda: self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+        )
+
+    async def _append_feedback(
+        self, state: _Tokens, trajectory: Trajectory, messages: list[dict], text: str, feedback: str
+    ) -> list[dict]:
+        """Append the feedback as a user turn (mask 0) when a next turn fits after it (rule 7); the new messages."""
+        previous = [*messages, {"role": "assistant", "content": text}]
+        updated = [*previous, {"role": "user", "content": feedback}]
+        merge, mask, logprobs = await self.ct_merge_context_msg(
+            previous, updated, state.runtime_ids, state.response_mask, state.response_logprobs
+        )
+        added = len(mask) - len(state.response_mask)
+        if not trajectory.room_for_next_turn(len(state.response_mask), added, self.token_budget, self.options.min_turn_tokens):
+            trajectory.stop_reason = "token_budget"
+            return messages
+        state.runtime_ids, state.response_mask, state.response_logprobs = merge.token_ids, mask, logprobs
+        trajectory.feedback_tokens += added
+        return updated
+
+    def _grade_first_turn(self, hidden_truth: Any) -> bool:
+        return self.options.grade_first_turn_on_hidden and hidden_truth is not None
 
     @staticmethod
     def _public_tests(extra_info: Any) -> tuple[PublicTests | None, str]:
