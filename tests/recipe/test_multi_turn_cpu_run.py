@@ -1,9 +1,10 @@
 """Two real training steps of the multi-turn loop in CPU mode (verl's trainer, Ray, the hf_cpu rollout, the grader).
 
-``python -m recipe.nouscoder.main --config-name debug_cpu +multi_turn=debug_cpu`` with every first answer scripted
-(known answers, ``by_turn: [failing, passing]``): a failing bundled program, public-test feedback, a passing revision.
-What the step metrics must show: two turns used, feedback given and masked out of the trained batch, the revisions
-passing the public and the hidden tests, no grader fault.
+``python -m recipe.nouscoder.main --config-name debug_cpu +multi_turn=debug_cpu``: half of the first answers are
+scripted (known answers, ``by_turn: [failing, passing]``: a failing bundled program, public-test feedback, a passing
+revision), the others are the random model's. Dynamic sampling is off so that each step trains exactly one batch.
+What the step metrics must show: two turns used, feedback given and masked out of the trained batch, revisions
+passing the public and the hidden tests, no grader fault; and validation ran through the same loop.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ def test_two_cpu_steps_with_public_test_feedback(tmp_path: Path) -> None:
     command = [
         sys.executable, "-m", "recipe.nouscoder.main", "--config-name", "debug_cpu", "+multi_turn=debug_cpu",
         f"trainer.default_local_dir={run_dir}", f"trainer.total_training_steps={STEPS}", "trainer.save_freq=-1",
-        f"trainer.test_freq={STEPS}", "trainer.logger=[console,file]",
-        "actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction=1.0",
+        f"trainer.test_freq={STEPS}", "trainer.logger=[console,file]", "algorithm.filter_groups.enable=false",
     ]
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
     result = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=1500)
