@@ -3,8 +3,10 @@
 ``python -m recipe.nouscoder.main --config-name debug_cpu +multi_turn=debug_cpu``: half of the first answers are
 scripted (known answers, ``by_turn: [failing, passing]``: a failing bundled program, public-test feedback, a passing
 revision), the others are the random model's. Dynamic sampling is off so that each step trains exactly one batch.
-What the step metrics must show: two turns used, feedback given and masked out of the trained batch, revisions
-passing the public and the hidden tests, no grader fault; and validation ran through the same loop.
+The tiny model is the one of the single-turn e2e test (``conftest.tiny_model_dir``); the data is the sample built
+with ``--public-tests 1``, as the overlay builds it. What the step metrics must show: two turns used, feedback given
+and masked out of the trained batch, revisions passing the public and the hidden tests, no grader fault; and
+validation ran through the same loop.
 """
 
 from __future__ import annotations
@@ -15,15 +17,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from data_prep.build_deepcoder_mix import main as build_data
+
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[2]
 STEPS = 2
 
 
-def test_two_cpu_steps_with_public_test_feedback(tmp_path: Path) -> None:
-    run_dir = tmp_path / "run"
+def test_two_cpu_steps_with_public_test_feedback(tmp_path: Path, tiny_model_dir: Path) -> None:
+    run_dir, data_dir = tmp_path / "run", tmp_path / "sample_data_public1"
+    assert build_data(["--from", "sample", "--out", str(data_dir), "--public-tests", "1"]) == 0
     command = [
         sys.executable, "-m", "recipe.nouscoder.main", "--config-name", "debug_cpu", "+multi_turn=debug_cpu",
-        f"trainer.default_local_dir={run_dir}", f"trainer.total_training_steps={STEPS}", "trainer.save_freq=-1",
+        f"trainer.default_local_dir={run_dir}", f"data.train_files={data_dir / 'train.parquet'}",
+        f"data.val_files={data_dir / 'test.parquet'}", f"actor_rollout_ref.model.path={tiny_model_dir}",
+        f"trainer.total_training_steps={STEPS}", "trainer.save_freq=-1",
         f"trainer.test_freq={STEPS}", "trainer.logger=[console,file]", "algorithm.filter_groups.enable=false",
     ]
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
