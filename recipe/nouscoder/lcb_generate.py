@@ -126,6 +126,8 @@ class Request:
     """Turns of the conversation before this one (0: the first answer, sampled as single-turn requests are)."""
     public_tests: str = ""
     """The problem's public tests (``extra_info.public_tests``), for multi-turn mode."""
+    prompt_token_ids: tuple[int, ...] | None = None
+    """Multi-turn mode: the conversation so far as token ids (used instead of rendering ``messages``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +138,8 @@ class Generation:
     response_tokens: int
     finish_reason: str
     prompt_tokens: int
+    token_ids: tuple[int, ...] = ()
+    """The generated token ids (multi-turn mode continues the conversation from them)."""
 
 
 class Engine(Protocol):
@@ -143,8 +147,13 @@ class Engine(Protocol):
 
     def generate(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Generation]: ...
 
-    def count_prompt_tokens(self, messages: Sequence[dict[str, str]]) -> int:
-        """Tokens of ``messages`` as a prompt (multi-turn mode only)."""
+    def prompt_ids(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        """The chat-template prompt of ``messages`` (multi-turn mode only)."""
+        ...
+
+    def append_user_turn(self, token_ids: Sequence[int], messages: Sequence[dict[str, str]], content: str) -> list[int]:
+        """``token_ids`` (the conversation ``messages``, ending with the model's turn) + a user turn ``content`` and
+        the generation prompt, built as the training agent loop builds it (multi-turn mode only)."""
         ...
 
 
@@ -213,7 +222,7 @@ def _chunk_records(chunk: Sequence[Request], engine: Engine, settings: Generatio
     from recipe.nouscoder.multi_turn.public_tests import LocalPublicGrader
 
     grader = LocalPublicGrader(asdict(settings.public_grader or GraderConfig()))
-    conversations = [lcb_multi_turn.start(request, settings.multi_turn, settings.max_tokens) for request in chunk]
+    conversations = [lcb_multi_turn.start(request, settings.multi_turn, engine) for request in chunk]
     lcb_multi_turn.converse(conversations, engine, settings, grader, settings.max_tokens)
     return [conversation.record() for conversation in conversations]
 
@@ -308,16 +317,25 @@ class VllmEngine:
         self.llm = LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        self._turn_builder = None
 
     def prompt_ids(self, messages: Sequence[dict[str, str]]) -> list[int]:
         text = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def count_prompt_tokens(self, messages: Sequence[dict[str, str]]) -> int:
-        return len(self.prompt_ids(messages))
+    def append_user_turn(self, token_ids: Sequence[int], messages: Sequence[dict[str, str]], content: str) -> list[int]:
+        from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
+
+        from recipe.nouscoder.lcb_multi_turn import continue_with_user_turn
+
+        if self._turn_builder is None:
+            model_type = getattr(self.llm.llm_engine.model_config.hf_config, "model_type", None)
+            self._turn_builder = create_continuous_token_builder(self.tokenizer, hf_model_type=model_type)
+        return continue_with_user_turn(self._turn_builder, token_ids, messages, content)
 
     def generate(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Generation]:
-        prompts = [self.prompt_ids(request.messages) for request in requests]
+        prompts = [list(request.prompt_token_ids) if request.prompt_token_ids is not None
+                   else self.prompt_ids(request.messages) for request in requests]
         params = [
             self._sampling_params(
                 temperature=settings.temperature,
@@ -332,7 +350,8 @@ class VllmEngine:
         generations = []
         for prompt, output in zip(prompts, outputs, strict=True):
             sample = output.outputs[0]
-            generations.append(Generation(sample.text, len(sample.token_ids), str(sample.finish_reason), len(prompt)))
+            generations.append(Generation(sample.text, len(sample.token_ids), str(sample.finish_reason), len(prompt),
+                                          tuple(sample.token_ids)))
         return generations
 
 

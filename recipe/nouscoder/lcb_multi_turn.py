@@ -3,8 +3,10 @@
 Each sample is a conversation run by the rules of training (``recipe/nouscoder/multi_turn/conversation.py``): the
 model answers, its program runs on the problem's public tests (parquet ``extra_info.public_tests``) with the
 evaluation's grader, and unless they pass (or a limit is reached) the same feedback message asks for a revision.
-``--max-tokens`` is the budget of the whole conversation (model turns + feedback), as in training. All conversations
-of a chunk advance together: one engine call per turn.
+``--max-tokens`` is the budget of the whole conversation (model turns + feedback), as in training. The context of a
+turn is the token stream of training, not a re-rendered chat: the sampled tokens, then the feedback appended with
+verl's continuous-token builder (so a thinking model keeps its earlier reasoning, as it did when trained). All
+conversations of a chunk advance together: one engine call per turn.
 
 The first turn of a conversation is the single-turn request itself (same prompt, same per-request seed), so one run
 scores the model both ways: the first programs (single-turn pass@k) and the final ones (multi-turn pass@k), side by
@@ -43,10 +45,16 @@ class Conversation:
     public: PublicTests | None
     trajectory: Trajectory
     messages: list[dict[str, str]]
+    token_ids: list[int]
+    """The conversation so far: prompt, turns and feedback messages."""
+    prompt_length: int
     texts: list[str] = field(default_factory=list)
-    first_prompt_tokens: int | None = None
-    tokens_left: int = 0
     finish_reason: str = ""
+
+    @property
+    def tokens_used(self) -> int:
+        """Tokens of the turns and feedback messages so far (what the budget counts)."""
+        return len(self.token_ids) - self.prompt_length
 
     @property
     def final_text(self) -> str:
@@ -67,20 +75,29 @@ class Conversation:
             "completion": self.final_text,
             "response_tokens": sum(turn.tokens for turn in self.trajectory.turns),
             "finish_reason": self.finish_reason,
-            "prompt_tokens": self.first_prompt_tokens,
+            "prompt_tokens": self.prompt_length,
             "first_completion": self.texts[0],
             TRAJECTORY_KEY: trajectory,
         }
 
 
-def start(first: Any, options: MultiTurnOptions, budget: int) -> Conversation:
+def start(first: Any, options: MultiTurnOptions, engine: Any) -> Conversation:
     """The conversation of a first request; rows with unreadable public tests run single-turn (and say so)."""
     try:
         public, error = public_tests_of({PUBLIC_TESTS_KEY: first.public_tests}), ""
     except GroundTruthError as exc:
         public, error = None, str(exc)
     trajectory = Trajectory(options, has_public_tests=public is not None, public_tests_error=error)
-    return Conversation(first, public, trajectory, list(first.messages), tokens_left=budget)
+    prompt = list(engine.prompt_ids(first.messages))
+    return Conversation(first, public, trajectory, list(first.messages), prompt, len(prompt))
+
+
+def continue_with_user_turn(builder: Any, token_ids: Sequence[int], messages: Sequence[dict[str, str]],
+                            content: str) -> list[int]:
+    """``token_ids`` + the user turn ``content`` + the generation prompt: verl's continuous-token merge, the call the
+    training agent loop makes (``AgentLoopBase.ct_merge_context_msg``); ``builder`` is verl's builder of the model."""
+    updated = [*messages, {"role": "user", "content": content}]
+    return builder.merge_context_tokens(list(messages), updated, list(token_ids)).token_ids
 
 
 def converse(conversations: Sequence[Conversation], engine: Any, settings: Any, grader: PublicGrader,
@@ -89,26 +106,24 @@ def converse(conversations: Sequence[Conversation], engine: Any, settings: Any, 
     options: MultiTurnOptions = settings.multi_turn
     active = list(conversations)
     while active:
-        requests = [replace(c.first, messages=tuple(c.messages), max_tokens=c.tokens_left, turn=len(c.trajectory.turns))
-                    for c in active]
+        requests = [replace(c.first, messages=tuple(c.messages), prompt_token_ids=tuple(c.token_ids),
+                            max_tokens=budget - c.tokens_used, turn=len(c.trajectory.turns)) for c in active]
         checking = []
         for conversation, generation in zip(active, engine.generate(requests, settings), strict=True):
-            if conversation.first_prompt_tokens is None:
-                conversation.first_prompt_tokens = generation.prompt_tokens
+            conversation.token_ids.extend(generation.token_ids)
             trajectory = conversation.trajectory
             turn = Turn(extract_code(generation.text), generation.response_tokens,
                         done=bool(trajectory.turns) and is_done_reply(generation.text, options))
             trajectory.turns.append(turn)
             conversation.texts.append(generation.text)
             conversation.finish_reason = generation.finish_reason
-            used = generation.prompt_tokens - conversation.first_prompt_tokens + generation.response_tokens
-            trajectory.stop_reason = trajectory.stop_before_check(turn, generation.finish_reason == "length"
-                                                                  or used >= budget)
+            cut = generation.finish_reason == "length" or conversation.tokens_used >= budget
+            trajectory.stop_reason = trajectory.stop_before_check(turn, cut)
             if trajectory.stop_reason is None:
-                checking.append((conversation, used))
-        checks = asyncio.run(_check_all(grader, [(c.texts[-1], c.public) for c, _ in checking]))
-        for (conversation, used), check in zip(checking, checks, strict=True):
-            _after_check(conversation, check, used, engine, grader, budget)
+                checking.append(conversation)
+        checks = asyncio.run(_check_all(grader, [(c.texts[-1], c.public) for c in checking]))
+        for conversation, check in zip(checking, checks, strict=True):
+            _after_check(conversation, check, engine, grader, budget)
         active = [conversation for conversation in active if conversation.trajectory.stop_reason is None]
 
 
@@ -116,25 +131,23 @@ async def _check_all(grader: PublicGrader, work: Sequence[tuple[str, PublicTests
     return list(await asyncio.gather(*(check_public(grader, text, public) for text, public in work)))
 
 
-def _after_check(conversation: Conversation, check, used: int, engine: Any, grader: PublicGrader, budget: int) -> None:
+def _after_check(conversation: Conversation, check, engine: Any, grader: PublicGrader, budget: int) -> None:
     """Rules 4-7 of the conversation, and the feedback message when it goes on."""
     trajectory = conversation.trajectory
     trajectory.turns[-1].public = check
     trajectory.stop_reason = trajectory.stop_after_check(check)
     if trajectory.stop_reason is not None:
         return
-    messages = conversation.messages + [
-        {"role": "assistant", "content": conversation.texts[-1]},
-        {"role": "user", "content": feedback_message(check, trajectory.options, grader.config)},
-    ]
-    next_used = engine.count_prompt_tokens(messages) - conversation.first_prompt_tokens
-    feedback_tokens = next_used - used
-    if not trajectory.room_for_next_turn(used, feedback_tokens, budget, trajectory.options.min_turn_tokens):
+    messages = [*conversation.messages, {"role": "assistant", "content": conversation.texts[-1]}]
+    feedback = feedback_message(check, trajectory.options, grader.config)
+    token_ids = engine.append_user_turn(conversation.token_ids, messages, feedback)
+    added = len(token_ids) - len(conversation.token_ids)
+    if not trajectory.room_for_next_turn(conversation.tokens_used, added, budget, trajectory.options.min_turn_tokens):
         trajectory.stop_reason = "token_budget"
         return
-    conversation.messages = messages
-    conversation.tokens_left = budget - next_used
-    trajectory.feedback_tokens += feedback_tokens
+    conversation.messages = [*messages, {"role": "user", "content": feedback}]
+    conversation.token_ids = list(token_ids)
+    trajectory.feedback_tokens += added
 
 
 def multi_turn_summary(records: Sequence[dict[str, Any]], final_verdicts: dict, first_verdicts: dict,

@@ -19,8 +19,9 @@ RIGHT = "Fixed.\n```python\nprint(int(input()) * 2)\n```"
 SQUARE = "```python\nprint(int(input()) ** 2)\n```"
 
 
-def words(text: str) -> int:
-    return len(text.split())
+def words(text: str) -> list[int]:
+    """Fake token ids: one per word."""
+    return [len(word) for word in text.split()]
 
 
 class ScriptedEngine:
@@ -31,8 +32,11 @@ class ScriptedEngine:
     def __init__(self, settings: GenerationSettings) -> None:
         self.settings = settings
 
-    def count_prompt_tokens(self, messages: Sequence[dict[str, str]]) -> int:
-        return sum(words(message["content"]) + 2 for message in messages)
+    def prompt_ids(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        return [token for message in messages for token in [0, *words(message["content"]), 0]]
+
+    def append_user_turn(self, token_ids, messages, content) -> list[int]:
+        return [*token_ids, 0, *words(content), 0, 0]
 
     def generate(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Generation]:
         ScriptedEngine.requests.extend(requests)
@@ -40,7 +44,8 @@ class ScriptedEngine:
         out = []
         for request in requests:
             text = texts[request.problem_id][request.turn]
-            out.append(Generation(text, words(text), "stop", self.count_prompt_tokens(request.messages)))
+            prompt = len(request.prompt_token_ids)
+            out.append(Generation(text, len(words(text)), "stop", prompt, tuple(words(text))))
         return out
 
 
@@ -68,9 +73,12 @@ def test_multi_turn_evaluation_reports_first_and_final_turns(tmp_path) -> None:
     revision = next(r for r in requests if r.turn == 1)
     assert [m["role"] for m in revision.messages] == ["user", "assistant", "user"]
     assert revision.messages[1]["content"] == WRONG
-    assert revision.messages[2]["content"].startswith("Your program failed public test 1 of 1: wrong answer.")
+    feedback = revision.messages[2]["content"]
+    assert feedback.startswith("Your program failed public test 1 of 1: wrong answer.")
     engine = ScriptedEngine(GenerationSettings(model="fake"))
-    used = engine.count_prompt_tokens(revision.messages) - engine.count_prompt_tokens(revision.messages[:1])
+    prompt = engine.prompt_ids(revision.messages[:1])
+    assert list(revision.prompt_token_ids) == engine.append_user_turn(prompt + words(WRONG), [], feedback)
+    used = len(revision.prompt_token_ids) - len(prompt)
     assert revision.max_tokens == 400 - used and all(r.max_tokens == 400 for r in requests if r.turn == 0)
 
     results = json.loads((out / "results.json").read_text())

@@ -17,9 +17,11 @@ from omegaconf import OmegaConf
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
 from verl.utils.dataset.rl_dataset import RLHFDataset
+from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
 from verl.workers.rollout.replica import TokenOutput
 
 from recipe.nouscoder.cpu.tiny_model import sample_program_texts, train_tokenizer
+from recipe.nouscoder.lcb_multi_turn import continue_with_user_turn
 from recipe.nouscoder.multi_turn.agent_loop import PublicTestFeedbackAgentLoop, check_reward_manager
 from recipe.nouscoder.multi_turn.options import MultiTurnOptions
 from recipe.nouscoder.multi_turn.public_tests import public_grader_for
@@ -154,6 +156,15 @@ def test_wrong_then_right_feedback_text_masks_and_stop(tokenizer):
     assert server.calls[0]["max_tokens"] == 400 and server.calls[1]["max_tokens"] == 400 - f1
     assert server.calls[0]["request_id"] == server.calls[1]["request_id"]
     assert output.num_turns == 4 and output.extra_fields["global_steps"] == 7
+
+
+def test_the_evaluation_continues_a_conversation_with_the_tokens_of_training(tokenizer):
+    """eval_lcb --turns builds a revision's prompt with the same continuous-token merge as the agent loop."""
+    output, server, _, row = run_loop(tokenizer, [WRONG, RIGHT])
+    builder = create_continuous_token_builder(tokenizer, hf_model_type="qwen2")
+    so_far = server.calls[0]["prompt_ids"] + server.answer_tokens[0]
+    messages = [*row["raw_prompt"], {"role": "assistant", "content": WRONG}]
+    assert continue_with_user_turn(builder, so_far, messages, EXPECTED_FEEDBACK) == server.calls[1]["prompt_ids"]
 
 
 def test_trainer_row_masks_feedback_and_reward_grades_final_program_on_hidden_tests(tokenizer, monkeypatch):
