@@ -72,13 +72,14 @@ def test_functional_tests_show_arguments_and_return_values():
     )
     text = message("class Solution:\n    def add(self, items, x):\n        return items", public)
     assert "Arguments (one JSON value per line):\n```text\n[1, 2]\n3\n```" in text
-    assert "Expected return value:\n```text\n[1, 2, 3]\n```" in text and "Your return value:\n```text\n[1, 2]\n```" in text
+    assert "Expected return value:\n```text\n[1, 2, 3]\n```" in text and "Your return value:\n```text\n[1,2]\n```" in text
 
 
 def test_long_fields_are_cut_and_verdict_format_shows_no_test_content():
     options = MultiTurnOptions(feedback_field_chars=50)
     text = message("print('x' * 5000)", options=options)
-    assert "x" * 50 + "\n... (4951 characters left out)\n```" in text and "x" * 51 not in text
+    assert "Your output:\n```text\n" + "x" * 50 + "\n... (cut: only the first 50 characters are shown)\n```" in text
+    assert "x" * 51 not in text
     verdict_only = message("print(0)", options=MultiTurnOptions(feedback_format="verdict"))
     assert verdict_only == (
         "Your program failed public test 1 of 3: wrong answer.\n\n"

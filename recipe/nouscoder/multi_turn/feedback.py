@@ -22,8 +22,8 @@ Nothing of the hidden tests reaches this module. ``full`` format (the default)::
 
 ``verdict`` format: the first line and the closing instruction only. Every shown field is cut to
 ``feedback_field_chars`` characters (inputs and outputs keep their head, a stderr tail its end), with a line saying
-how many characters were left out. Shown text is fenced as ``text`` blocks, never as python (the grader's extraction
-rules never take them for a program).
+so (the program's output reaches this module already cut by the grader, so no total length is claimed). Shown text is
+fenced as ``text`` blocks, never as python (the grader's extraction rules never take them for a program).
 """
 
 from __future__ import annotations
@@ -50,13 +50,12 @@ def _fence(text: str) -> str:
 
 
 def _cut(text: str, limit: int, keep: str = "head") -> str:
-    """``text`` cut to ``limit`` characters, keeping its head (or tail), with a line saying what was left out."""
+    """``text`` cut to ``limit`` characters, keeping its head (or tail), with a line saying it was cut."""
     if len(text) <= limit:
         return text
-    left_out = len(text) - limit
     if keep == "tail":
-        return f"... ({left_out} characters left out)\n{text[-limit:]}"
-    return f"{text[:limit]}\n... ({left_out} characters left out)"
+        return f"... (cut: only the last {limit} characters are shown)\n{text[-limit:]}"
+    return f"{text[:limit]}\n... (cut: only the first {limit} characters are shown)"
 
 
 def _closing(options: MultiTurnOptions) -> str:

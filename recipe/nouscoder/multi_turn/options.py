@@ -23,7 +23,7 @@ class MultiTurnOptions:
     """``full``: verdict, the first failing public input, expected and actual output (or the stderr tail of a
     crash); ``verdict``: the verdict line only (which public test failed and how, no test content)."""
     feedback_field_chars: int = 1000
-    """Each shown input / output / stderr tail is cut to this many characters (a marker says how many were cut)."""
+    """Each shown input / output / stderr tail is cut to this many characters (a line says it was cut)."""
     allow_done: bool = False
     """After feedback the model may keep its last program by replying ``done_marker`` alone (no code): the loop
     stops and that program is graded. Off: every turn must bring a program."""
