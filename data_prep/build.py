@@ -91,6 +91,9 @@ class BuildConfig:
     row_group_mb: int = 64
     verified: Path | None = None
     """Results of ``python -m data_prep.verify_solutions``: problems none of whose gold solutions pass are dropped."""
+    public_tests: int = 0
+    """Problems without public tests (TACO, SYNTHETIC-1, the sample): their first N tests become public and leave
+    the hidden set (``Problem.with_public_tests``); 0 = none (the hidden sets stay as the sources give them)."""
 
 
 @dataclass
@@ -101,6 +104,8 @@ class BuildStats:
     kept: Counter = field(default_factory=Counter)
     dropped: Counter = field(default_factory=Counter)
     table: dict[str, Counter] = field(default_factory=dict)
+    public_tests: Counter = field(default_factory=Counter)
+    """(split, ``native`` | ``from_hidden`` | ``none``) -> rows written."""
     contamination: list[ContaminationFlag] = field(default_factory=list)
     near_duplicates: list[dict[str, Any]] = field(default_factory=list)
     exact_duplicates: list[dict[str, str]] = field(default_factory=list)
@@ -227,7 +232,8 @@ def _write_test_split(
             continue
         keys.add(key)
         index.add(problem, words)
-        writer.add(verl_row(problem, "test", writer.rows_written, config.prompt_variant))
+        writer.add(verl_row(_with_public_tests(problem, "test", config, stats), "test", writer.rows_written,
+                            config.prompt_variant))
         stats.kept[("test", problem.source)] += 1
         stats.count(problem, "kept/test")
 
@@ -284,9 +290,18 @@ def _write_train_split(
             first_of_key[key] = (problem.problem_id, problem.source_name)
             kept_source[problem.problem_id] = problem.source_name
             near.add(problem.problem_id, signature)
-            writer.add(verl_row(problem, "train", writer.rows_written, config.prompt_variant))
+            writer.add(verl_row(_with_public_tests(problem, "train", config, stats), "train", writer.rows_written,
+                                config.prompt_variant))
             stats.kept[("train", problem.source)] += 1
             stats.count(problem, "kept/train")
+
+
+def _with_public_tests(problem: Problem, split: str, config: BuildConfig, stats: BuildStats) -> Problem:
+    """The problem as written: public tests from the source, else its first ``config.public_tests`` tests."""
+    written = problem.with_public_tests(config.public_tests)
+    kind = "native" if problem.public_tests else ("from_hidden" if written.public_tests else "none")
+    stats.public_tests[(split, kind)] += 1
+    return written
 
 
 def _test_problems(

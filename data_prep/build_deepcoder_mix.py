@@ -172,7 +172,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="...or sharing this fraction of that test problem's inputs",
     )
     parser.add_argument("--row-group-mb", type=int, default=64, help="parquet row-group size cap in MiB")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--public-tests",
+        type=int,
+        default=0,
+        metavar="K",
+        help="for problems whose source has no public tests (TACO, SYNTHETIC-1, the sample): their first K tests "
+        "become the public tests of extra_info.public_tests (the multi-turn feedback runs them) and leave the hidden "
+        "set; LiveCodeBench rows always keep their own public tests; 0 = none moved",
+    )
+    args = parser.parse_args(argv)
+    if args.public_tests < 0:
+        parser.error("--public-tests must be >= 0")
+    return args
 
 
 def config_from_args(args: argparse.Namespace) -> BuildConfig:
@@ -203,6 +215,7 @@ def config_from_args(args: argparse.Namespace) -> BuildConfig:
         shingle_words=args.shingle_words,
         row_group_mb=args.row_group_mb,
         verified=args.verified,
+        public_tests=args.public_tests,
     )
 
 

@@ -50,8 +50,13 @@ def build_manifest(
                 "shingle_words": config.shingle_words,
             },
             "limit_per_source": config.limit_per_source,
+            "public_tests_from_hidden": config.public_tests,
         },
         "counts": counts,
+        "public_tests": {
+            split: {kind: n for (s, kind), n in sorted(stats.public_tests.items()) if s == split}
+            for split in ("train", "test")
+        },
         "filters": filters,
         "per_source": per_source_table(stats),
         "malformed_rows": stats.skips.to_dict(),

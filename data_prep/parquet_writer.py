@@ -2,8 +2,10 @@
 
 Row layout (DESIGN.md "Parquet row"): ``data_source``, ``prompt`` (chat messages), ``ability="code"``,
 ``reward_model={"style": "rule", "ground_truth": <JSON string>}``, ``extra_info={split, index, problem_id,
-source, difficulty, contest_date, platform, num_tests}``. ``ground_truth`` is a ``large_string`` so one row
-group may exceed 2 GiB of tests without offset overflow.
+source, difficulty, contest_date, platform, num_tests, public_tests}``. ``ground_truth`` is a ``large_string`` so
+one row group may exceed 2 GiB of tests without offset overflow. ``public_tests`` holds the tests the statement shows
+(the multi-turn feedback loop runs them) in the ground-truth layout, "" when the problem has none; ``num_tests``
+counts the hidden tests.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ ROW_SCHEMA = pa.schema(
                     pa.field("contest_date", pa.string()),
                     pa.field("platform", pa.string()),
                     pa.field("num_tests", pa.int64()),
+                    pa.field("public_tests", pa.large_string()),
                 ]
             ),
         ),
@@ -69,6 +72,7 @@ def verl_row(problem: Problem, split: str, index: int, variant: PromptVariant) -
             "contest_date": problem.contest_date,
             "platform": problem.platform,
             "num_tests": len(problem.tests),
+            "public_tests": problem.public_tests_json(),
         },
     }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 TestDict = dict[str, str]
@@ -45,6 +45,9 @@ class Problem:
     solutions: list[str] = field(default_factory=list)
     """Reference programs the source ships (TACO ``solutions``, PrimeIntellect ``gold_standard_solution``), raw or
     in a python fence; graded by ``python -m data_prep.verify_solutions``, never written to parquet."""
+    public_tests: list[TestDict] = field(default_factory=list)
+    """The tests the statement shows (LiveCodeBench ``public_test_cases``), in its order; graded by the multi-turn
+    feedback loop, never by the reward. ``tests`` (the hidden set) may include them, as LiveCodeBench's does."""
 
     def ground_truth(self) -> dict[str, Any]:
         """The DESIGN.md ground truth: ``{"tests": [...], "fn_name": str}`` (``fn_name`` only when functional)."""
@@ -65,6 +68,22 @@ class Problem:
         """Positional arguments of a functional problem: JSON values (lines) in its first test's input."""
         first = self.tests[0]["input"] if self.tests else ""
         return first.count("\n") + 1 if first.strip() else 0
+    def public_tests_json(self) -> str:
+        """The public tests in the ground-truth layout (parquet ``extra_info.public_tests``); "" when none."""
+        if not self.public_tests:
+            return ""
+        truth: dict[str, Any] = {"tests": self.public_tests}
+        if self.fn_name:
+            truth["fn_name"] = self.fn_name
+        return json.dumps(truth, ensure_ascii=False)
+
+    def with_public_tests(self, count: int) -> Problem:
+        """For a problem without public tests: its first ``count`` tests become public and leave the hidden set
+        (the reward never grades what the model was shown); at least one hidden test stays."""
+        moved = min(count, len(self.tests) - 1)
+        if self.public_tests or moved <= 0:
+            return self
+        return replace(self, public_tests=self.tests[:moved], tests=self.tests[moved:])
 
     def test_bytes(self) -> int:
         """Total size of all test inputs and outputs, in characters."""

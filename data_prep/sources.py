@@ -91,6 +91,7 @@ def convert_lcb_row(row: dict[str, Any], row_id: str) -> Problem:
         origin=LCB_REPO,
         statement=_field(row, "question_content"),
         tests=ground_truth.lcb_tests(_as_list(public, "public_test_cases") + _as_list(private, "private"), fn_name),
+        public_tests=ground_truth.lcb_tests(_as_list(public, "public_test_cases"), fn_name),
         fn_name=fn_name,
         starter_code=row.get("starter_code") or "",
         title=row.get("question_title") or "",

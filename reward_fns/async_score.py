@@ -25,6 +25,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from reward_fns.multi_turn import response_to_grade, turn_penalty
 from reward_fns.ray_pool.client import pool_client
 from reward_fns.ray_pool.config import pool_config, pool_keys
 from reward_fns.score import grader_config, score_dict
@@ -45,6 +46,8 @@ async def compute_score(
 ) -> dict[str, Any]:
     """Grade ``solution_str`` on the pool: +1.0 only if every hidden test passes (NousCoder), else -1.0.
 
+    A multi-turn trajectory's final program is graded instead, with the turn penalty (``reward_fns.multi_turn``).
+
     Returns the dict of ``reward_fns.score.score_dict`` plus ``tests_executed`` (tests that ran: early exit
     saves the rest), ``latency_s`` (this call, queueing included), ``queue_depth`` (completions waiting for a
     worker when it arrived; -1 if unknown), ``regraded`` (a worker died on it and it was graded again) and
@@ -53,11 +56,14 @@ async def compute_score(
     settings = {key: value for key, value in kwargs.items() if key not in VERL_EXTRA_KWARGS}
     pool = pool_config(settings)
     grader = grader_config({key: value for key, value in settings.items() if key not in pool_keys(settings)})
-    outcome, latency_s = await pool_client(pool, grader.isolation).grade(solution_str, ground_truth, grader)
+    response = response_to_grade(solution_str, extra_info)
+    outcome, latency_s = await pool_client(pool, grader.isolation).grade(response, ground_truth, grader)
     if outcome.result.verdict is Verdict.INTERNAL_ERROR:
         where = {key: (extra_info or {}).get(key) for key in ("problem_id", "index", "split") if key in (extra_info or {})}
         logger.error("internal_error (%s): %s", where or "unknown problem", outcome.result.detail)
-    return score_dict(outcome.result) | {
+    scores = score_dict(outcome.result)
+    scores["score"] -= turn_penalty(extra_info, outcome.result.accepted)
+    return scores | {
         "tests_executed": outcome.tests_executed,
         "latency_s": latency_s,
         "queue_depth": outcome.queue_depth,

@@ -25,6 +25,7 @@ _OPEN_THINK = "<think>"
 _CLOSE_THINK = "</think>"
 _FENCE = re.compile(r"^\s*(`{3,})(.*)$")
 _PYTHON_TAGS = frozenset({"", "python", "py", "python3", "py3"})
+_BACKTICK_RUN = re.compile(r"`+")
 
 
 def extract_code(text: str) -> str | None:
@@ -64,3 +65,9 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
         else:
             body_lines.append(line)
     return blocks
+
+
+def fenced_block(body: str, language: str = "python") -> str:
+    """``body`` as a block that ``fenced_blocks`` reads back unchanged: its fence is longer than any backtick run in it."""
+    fence = "`" * max([3] + [len(run) + 1 for run in _BACKTICK_RUN.findall(body)])
+    return f"{fence}{language}\n{body}\n{fence}"

@@ -16,7 +16,9 @@ Grader settings (``reward_fns.types.GraderConfig`` fields), first match wins:
 2. environment variables ``REWARD_FNS_<FIELD>`` (e.g. ``REWARD_FNS_TIME_LIMIT_S=10``), which also reach Ray workers
    through ``runtime_env.env_vars``;
 3. the defaults of ``GraderConfig`` (NousCoder limits).
-``extra_info`` is used only to name the problem in logs; ``data_source`` is not used (every row is graded as code).
+``extra_info`` names the problem in logs and, for a multi-turn trajectory, carries its record: the final program is
+graded instead of the decoded text, with the optional turn penalty (``reward_fns.multi_turn``); ``data_source`` is
+not used (every row is graded as code).
 
 ``ground_truth`` may be in our layout or in the layout of another code dataset (TACO / verl ``prime_code``,
 LiveCodeBench, PrimeIntellect, rLLM DeepCoder; ``reward_fns.layouts``); an unrecognised layout is logged once per
@@ -36,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from reward_fns.extract import extract_code
+from reward_fns.multi_turn import response_to_grade, turn_penalty
 from reward_fns.sandbox import grade_program
 from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
 
@@ -62,16 +65,21 @@ def compute_score(
 ) -> dict[str, Any]:
     """Grade ``solution_str`` (last fenced python block) on every hidden test; +1.0 only if all pass (NousCoder).
 
+    A multi-turn trajectory's final program is graded instead, and an accepted one loses the turn penalty
+    (``reward_fns.multi_turn``).
+
     Returns:
         ``score`` (+1.0 / -1.0), ``acc`` (bool), ``verdict`` (a ``Verdict`` value), ``passed`` and ``total``
         (tests), ``time_s`` (wall time of grading), ``max_test_time_s`` (slowest test), ``internal_error``
         (bool: the grader or the data failed, not the model), ``ground_truth_error`` (bool: it was the data).
     """
     config = grader_config({key: value for key, value in kwargs.items() if key not in _VERL_EXTRA_KWARGS})
-    result = grade_response(solution_str, ground_truth, config)
+    result = grade_response(response_to_grade(solution_str, extra_info), ground_truth, config)
     if result.verdict is Verdict.INTERNAL_ERROR:
         _log_internal_error(result, extra_info)
-    return score_dict(result)
+    scores = score_dict(result)
+    scores["score"] -= turn_penalty(extra_info, result.accepted)
+    return scores
 
 
 def grade_response(response: str, ground_truth: Any, config: GraderConfig) -> GradeResult:

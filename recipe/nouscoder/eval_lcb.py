@@ -2,6 +2,7 @@
 
     python -m recipe.nouscoder.eval_lcb --model PATH --data test.parquet [--n 16] [--temperature 0.6] \\
         [--top-p 0.95] [--max-tokens 40960] [--yarn-factor 2.0] --out DIR
+    python -m recipe.nouscoder.eval_lcb --model PATH --data test.parquet --turns 3 --out DIR     # multi-turn
     python -m recipe.nouscoder.eval_lcb --completions FILE --data test.parquet --out DIR
     python -m recipe.nouscoder.eval_lcb compare BASE/results.json TRAINED/results.json --out DIR
 
@@ -9,6 +10,8 @@ Files in ``--out``: ``generations/`` (vLLM samples, append-only), ``graded.jsonl
 ``results.json``, ``per_problem.csv``, ``report.md``, ``pass1_by_difficulty.png``, ``length_hist.png``,
 ``pass_at_k.png``. Rerunning the same command resumes: only samples missing from the caches are generated
 or graded. Metrics and their formulas: ``recipe/nouscoder/lcb_metrics.py``; documentation: ``EVAL.md``.
+With ``--turns N`` (N >= 2) each sample is a conversation with public-test feedback (``lcb_multi_turn``); the
+first turns are also graded (``graded_first_turn.jsonl``), so the report holds single-turn and multi-turn pass@k.
 """
 
 from __future__ import annotations
@@ -35,13 +38,17 @@ from recipe.nouscoder.lcb_generate import (
 )
 from recipe.nouscoder.lcb_grading import grade_pending
 from recipe.nouscoder.lcb_metrics import GradedSample, ProblemResult, default_ks, summarize
+from recipe.nouscoder.lcb_multi_turn import multi_turn_summary
 from recipe.nouscoder.lcb_report import write_report
 from recipe.nouscoder.lcb_samples import Sample, read_completions_file
+from recipe.nouscoder.multi_turn.options import MultiTurnOptions
 from reward_fns.sandbox import IsolationUnavailableError
 from reward_fns.score import grader_config
+from reward_fns.types import GraderConfig
 
 DEFAULT_N = 16
 GRADED_FILE = "graded.jsonl"
+GRADED_FIRST_TURN_FILE = "graded_first_turn.jsonl"
 GRADER_SETTINGS_FILE = "graded.settings.json"
 
 
@@ -106,6 +113,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     sampling.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM GPU memory fraction")
     sampling.add_argument("--chunk-size", type=int, default=512,
                           help="requests per vLLM generate call; the cache is appended after each")
+    multi_turn = parser.add_argument_group(
+        "multi-turn (--turns >= 2: the training loop's public-test feedback, recipe/nouscoder/multi_turn; "
+        "--max-tokens is then the budget of a whole conversation)")
+    multi_turn.add_argument("--turns", type=int, default=1,
+                            help="assistant turns per sample at most; 1 = single-turn; >= 2 also reports the first "
+                            "turn's (single-turn) pass@k beside the final one")
+    multi_turn.add_argument("--feedback-format", choices=("full", "verdict"), default="full",
+                            help="full: verdict, failing public input, expected and actual output; verdict: verdict only")
+    multi_turn.add_argument("--feedback-field-chars", type=int, default=MultiTurnOptions.feedback_field_chars,
+                            help="each input / output / stderr tail shown is cut to this many characters")
+    multi_turn.add_argument("--allow-done", action="store_true",
+                            help="after feedback the model may keep its last program by replying DONE")
+    multi_turn.add_argument("--min-turn-tokens", type=int, default=MultiTurnOptions.min_turn_tokens,
+                            help="no new turn when fewer tokens would be left after its feedback message")
     grading = parser.add_argument_group("grading (defaults: the training limits of reward_fns.types.GraderConfig, "
                                         "or REWARD_FNS_* environment variables)")
     grading.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel grader workers")
@@ -118,6 +139,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.n is not None and args.n < 1:
         parser.error("--n must be >= 1")
+    if args.turns < 1:
+        parser.error("--turns must be >= 1")
+    if args.turns > 1 and args.completions is not None:
+        parser.error("--turns needs --model (conversations are generated here); completions files that carry "
+                     "first_completion / multi_turn are reported both ways without it")
     if args.yarn_factor is not None and args.yarn_factor <= 1.0:
         parser.error("--yarn-factor must be > 1 (it multiplies the context); leave it out for no YaRN")
     if not args.data.is_file():
@@ -127,14 +153,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def generation_settings(args: argparse.Namespace) -> GenerationSettings:
+def multi_turn_options(args: argparse.Namespace) -> MultiTurnOptions | None:
+    """The conversation settings of ``--turns`` >= 2 (None: single-turn)."""
+    if args.turns < 2:
+        return None
+    return MultiTurnOptions(max_turns=args.turns, feedback_format=args.feedback_format,
+                            feedback_field_chars=args.feedback_field_chars, allow_done=args.allow_done,
+                            min_turn_tokens=args.min_turn_tokens)
+
+
+def generation_settings(args: argparse.Namespace, config: GraderConfig | None = None) -> GenerationSettings:
+    options = multi_turn_options(args)
     return GenerationSettings(
         model=args.model, n=args.n or DEFAULT_N, temperature=args.temperature, top_p=args.top_p,
         max_tokens=args.max_tokens, yarn_factor=args.yarn_factor,
         original_max_position_embeddings=args.original_max_position_embeddings, max_model_len=args.max_model_len,
         seed=args.seed, hf_overrides=args.hf_overrides, tensor_parallel_size=args.tensor_parallel_size,
         data_parallel_size=args.data_parallel_size, gpu_memory_utilization=args.gpu_memory_utilization,
-        chunk_size=args.chunk_size,
+        chunk_size=args.chunk_size, multi_turn=options, public_grader=config if options else None,
     )
 
 
@@ -162,6 +198,17 @@ def select_samples(samples: Sequence[Sample], problems: Sequence[EvalProblem], n
     if short:
         raise ValueError(f"{len(short)} problem(s) have fewer than --n {n} samples, e.g. {short[:5]}; lower --n")
     return chosen, [problem for problem in problems if problem.problem_id in counts]
+
+
+def grade_and_summarize(args: argparse.Namespace, samples: Sequence[Sample], problems: Sequence[EvalProblem],
+                        config: GraderConfig, ks: Sequence[int], graded_file: str):
+    """Grade ``samples`` into ``--out/graded_file`` (resumable); (problem results, summary, length unit, graded)."""
+    graded_now = grade_pending(samples, args.data, config, args.workers, args.out / graded_file)
+    print(f"eval_lcb: graded {graded_now} new samples into {args.out / graded_file}", file=sys.stderr)
+    length_unit = "tokens" if all(sample.response_tokens is not None for sample in samples) else "characters"
+    graded = read_records([args.out / graded_file])
+    results = problem_results(problems, samples, graded, length_unit)
+    return results, summarize(results, ks), length_unit, graded
 
 
 def problem_results(problems: Sequence[EvalProblem], samples: Sequence[Sample],
@@ -192,12 +239,12 @@ def parse_ks(text: str | None, largest: int) -> list[int]:
     return ks
 
 
-def load_samples(args: argparse.Namespace, problems: Sequence[EvalProblem],
-                 make_engine: EngineFactory | None) -> tuple[list[Sample], dict[str, Any]]:
+def load_samples(args: argparse.Namespace, problems: Sequence[EvalProblem], make_engine: EngineFactory | None,
+                 config: GraderConfig) -> tuple[list[Sample], dict[str, Any]]:
     """The samples to grade (generating missing ones with --model) and the settings for the report."""
     if args.completions is not None:
         return read_completions_file(args.completions), {"completions": str(args.completions)}
-    settings = generation_settings(args)
+    settings = generation_settings(args, config)
     cache_dir = args.out / "generations"
     generated = generate_missing(problems, settings, cache_dir, make_engine)
     print(f"eval_lcb: generated {generated} new samples into {cache_dir}", file=sys.stderr)
@@ -212,18 +259,26 @@ def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None)
     """The whole evaluation; returns the summary written to ``results.json``."""
     args.out.mkdir(parents=True, exist_ok=True)
     all_problems = load_eval_problems(args.data)
-    samples, settings = load_samples(args, all_problems, make_engine)
+    config = grader_config({"time_limit_s": args.time_limit_s, "memory_limit_mb": args.memory_limit_mb,
+                            "compare_mode": args.compare_mode, "isolation": args.isolation})
+    samples, settings = load_samples(args, all_problems, make_engine, config)
     n = args.n if args.completions is not None else (args.n or DEFAULT_N)
     samples, problems = select_samples(samples, all_problems, n, args.allow_missing)
     ks = parse_ks(args.k, min(Counter(sample.problem_id for sample in samples).values()))  # before the long grading
-    config = grader_config({"time_limit_s": args.time_limit_s, "memory_limit_mb": args.memory_limit_mb,
-                            "compare_mode": args.compare_mode, "isolation": args.isolation})
     check_settings(args.out / GRADER_SETTINGS_FILE, {"data": str(args.data.resolve()), "grader": asdict(config)})
-    graded_now = grade_pending(samples, args.data, config, args.workers, args.out / GRADED_FILE)
-    print(f"eval_lcb: graded {graded_now} new samples into {args.out / GRADED_FILE}", file=sys.stderr)
-    length_unit = "tokens" if all(sample.response_tokens is not None for sample in samples) else "characters"
-    results = problem_results(problems, samples, read_records([args.out / GRADED_FILE]), length_unit)
-    summary = summarize(results, ks)
+    results, summary, length_unit, final = grade_and_summarize(args, samples, problems, config, ks, GRADED_FILE)
+    if any(sample.first_completion is not None for sample in samples):
+        first_samples = [sample.first_turn() for sample in samples]
+        _, first_summary, _, first = grade_and_summarize(args, first_samples, problems, config, ks,
+                                                         GRADED_FIRST_TURN_FILE)
+        verdicts = {key: record["verdict"] for key, record in final.items()}
+        first_verdicts = {key: record["verdict"] for key, record in first.items()}
+        records = [{"problem_id": s.problem_id, "sample_index": s.sample_index, "multi_turn": s.multi_turn}
+                   for s in samples if s.multi_turn is not None]
+        summary["multi_turn"] = multi_turn_summary(records, verdicts, first_verdicts, first_summary["pass_at_k"],
+                                                   summary["pass_at_k"])
+        print(f"eval_lcb: single-turn pass@1 {100 * first_summary['pass_at_k']['1']:.2f}% (first turns), multi-turn "
+              f"pass@1 {100 * summary['pass_at_k']['1']:.2f}% (final programs)", file=sys.stderr)
     settings = {**settings, "data": str(args.data), "n": n, "ks": ks, "grader": asdict(config),
                 "length_unit": length_unit, "problems_in_data": len(all_problems)}
     paths = write_report(args.out, summary, settings, results, ks, length_unit)

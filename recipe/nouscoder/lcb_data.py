@@ -19,7 +19,7 @@ GROUND_TRUTH_BATCH_ROWS = 8
 
 @dataclass(frozen=True, slots=True)
 class EvalProblem:
-    """A test problem's id, prompt (chat messages) and the metadata the breakdowns group by."""
+    """A test problem's id, prompt (chat messages), public tests and the metadata the breakdowns group by."""
 
     problem_id: str
     data_source: str
@@ -27,6 +27,8 @@ class EvalProblem:
     difficulty: str
     platform: str
     contest_date: str
+    public_tests: str = ""
+    """``extra_info.public_tests`` (JSON, the ground-truth layout; "" when none): the feedback of ``--turns``."""
 
 
 def _problem_id(extra_info: dict[str, Any] | None, path: Path, row: int) -> str:
@@ -62,6 +64,7 @@ def load_eval_problems(path: Path) -> list[EvalProblem]:
                 difficulty=str(extra_info.get("difficulty") or "unknown"),
                 platform=str(extra_info.get("platform") or "unknown"),
                 contest_date=str(extra_info.get("contest_date") or ""),
+                public_tests=str(extra_info.get("public_tests") or ""),
             )
         )
     return problems

@@ -27,6 +27,8 @@ from tqdm import tqdm
 
 from recipe.nouscoder.lcb_cache import AppendOnlyJsonl, SampleKey, check_settings, read_records
 from recipe.nouscoder.lcb_data import EvalProblem
+from recipe.nouscoder.multi_turn.options import MultiTurnOptions
+from reward_fns.types import GraderConfig
 
 RANK_FILE_PATTERN = "rank-*.jsonl"
 SETTINGS_FILE = "settings.json"
@@ -55,6 +57,11 @@ class GenerationSettings:
     gpu_memory_utilization: float = 0.9
     chunk_size: int = 512
     """Requests per ``generate`` call of a rank; the cache is appended after each."""
+    multi_turn: MultiTurnOptions | None = None
+    """Multi-turn mode (``lcb_multi_turn``): conversations with public-test feedback; ``max_tokens`` is then the
+    budget of a whole conversation."""
+    public_grader: GraderConfig | None = None
+    """Grader settings of the public tests in multi-turn mode (the evaluation's grader)."""
 
     def effective_max_model_len(self) -> int | None:
         if self.max_model_len is not None:
@@ -69,7 +76,7 @@ class GenerationSettings:
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change what is sampled (a cache made with others must not be resumed)."""
-        return {
+        fingerprint = {
             "model": self.model,
             "temperature": self.temperature,
             "top_p": self.top_p,
@@ -78,6 +85,10 @@ class GenerationSettings:
             "hf_overrides": self.effective_hf_overrides(),
             "seed": self.seed,
         }
+        if self.multi_turn is not None:
+            fingerprint["multi_turn"] = asdict(self.multi_turn)
+            fingerprint["public_grader"] = asdict(self.public_grader or GraderConfig())
+        return fingerprint
 
 
 def yarn_hf_overrides(factor: float, original_max_position_embeddings: int) -> dict[str, Any]:
@@ -94,9 +105,13 @@ def yarn_hf_overrides(factor: float, original_max_position_embeddings: int) -> d
     }
 
 
-def request_seed(seed: int, problem_id: str, sample_index: int) -> int:
-    """A per-request sampling seed from the run seed, problem and sample index (stable across runs)."""
-    digest = hashlib.sha256(f"{seed}/{problem_id}/{sample_index}".encode()).digest()
+def request_seed(seed: int, problem_id: str, sample_index: int, turn: int = 0) -> int:
+    """A per-request sampling seed from the run seed, problem, sample index and turn (stable across runs).
+
+    Turn 0 (every single-turn request) has the seed of the single-turn evaluation.
+    """
+    key = f"{seed}/{problem_id}/{sample_index}" + (f"/turn{turn}" if turn else "")
+    digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 
 
@@ -105,6 +120,14 @@ class Request:
     problem_id: str
     sample_index: int
     messages: tuple[dict[str, str], ...]
+    max_tokens: int | None = None
+    """Tokens this request may generate at most (multi-turn: what is left of the conversation's budget)."""
+    turn: int = 0
+    """Turns of the conversation before this one (0: the first answer, sampled as single-turn requests are)."""
+    public_tests: str = ""
+    """The problem's public tests (``extra_info.public_tests``), for multi-turn mode."""
+    prompt_token_ids: tuple[int, ...] | None = None
+    """Multi-turn mode: the conversation so far as token ids (used instead of rendering ``messages``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +138,23 @@ class Generation:
     response_tokens: int
     finish_reason: str
     prompt_tokens: int
+    token_ids: tuple[int, ...] = ()
+    """The generated token ids (multi-turn mode continues the conversation from them)."""
 
 
 class Engine(Protocol):
     """The part of vLLM's offline ``LLM`` the evaluation uses (a fake one drives the CPU tests)."""
 
     def generate(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Generation]: ...
+
+    def prompt_ids(self, messages: Sequence[dict[str, str]]) -> list[int]:
+        """The chat-template prompt of ``messages`` (multi-turn mode only)."""
+        ...
+
+    def append_user_turn(self, token_ids: Sequence[int], messages: Sequence[dict[str, str]], content: str) -> list[int]:
+        """``token_ids`` (the conversation ``messages``, ending with the model's turn) + a user turn ``content`` and
+        the generation prompt, built as the training agent loop builds it (multi-turn mode only)."""
+        ...
 
 
 EngineFactory = Callable[[GenerationSettings], Engine]
@@ -130,7 +164,7 @@ def pending_requests(problems: Sequence[EvalProblem], n: int, done: Iterable[Sam
     """The ``(problem, sample_index < n)`` requests not already in the cache, in problem order."""
     done_keys = set(done)
     return [
-        Request(problem.problem_id, index, problem.messages)
+        Request(problem.problem_id, index, problem.messages, public_tests=problem.public_tests)
         for problem in problems
         for index in range(n)
         if (problem.problem_id, index) not in done_keys
@@ -173,10 +207,24 @@ def run_rank(rank: int, requests: Sequence[Request], settings: GenerationSetting
     with AppendOnlyJsonl(cache_dir / f"rank-{rank}.jsonl") as cache:
         progress = tqdm(total=len(requests), desc=f"generating (rank {rank})", unit="sample", file=sys.stderr)
         for chunk in chunks:
-            for request, generation in zip(chunk, engine.generate(chunk, settings), strict=True):
-                cache.append(generation_record(request, generation))
+            for record in _chunk_records(chunk, engine, settings):
+                cache.append(record)
             progress.update(len(chunk))
         progress.close()
+
+
+def _chunk_records(chunk: Sequence[Request], engine: Engine, settings: GenerationSettings) -> list[dict[str, Any]]:
+    """Cache lines of one chunk: one generation per request, or (multi-turn) one finished conversation each."""
+    if settings.multi_turn is None:
+        return [generation_record(request, generation)
+                for request, generation in zip(chunk, engine.generate(chunk, settings), strict=True)]
+    from recipe.nouscoder import lcb_multi_turn
+    from recipe.nouscoder.multi_turn.public_tests import LocalPublicGrader
+
+    grader = LocalPublicGrader(asdict(settings.public_grader or GraderConfig()))
+    conversations = [lcb_multi_turn.start(request, settings.multi_turn, engine) for request in chunk]
+    lcb_multi_turn.converse(conversations, engine, settings, grader, settings.max_tokens)
+    return [conversation.record() for conversation in conversations]
 
 
 def visible_gpus() -> list[str]:
@@ -269,19 +317,32 @@ class VllmEngine:
         self.llm = LLM(**kwargs)
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        self._turn_builder = None
 
     def prompt_ids(self, messages: Sequence[dict[str, str]]) -> list[int]:
         text = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
+    def append_user_turn(self, token_ids: Sequence[int], messages: Sequence[dict[str, str]], content: str) -> list[int]:
+        from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
+
+        from recipe.nouscoder.lcb_multi_turn import continue_with_user_turn
+
+        if self._turn_builder is None:
+            model_type = getattr(self.llm.llm_engine.model_config.hf_config, "model_type", None)
+            self._turn_builder = create_continuous_token_builder(self.tokenizer, hf_model_type=model_type)
+        return continue_with_user_turn(self._turn_builder, token_ids, messages, content)
+
     def generate(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Generation]:
-        prompts = [self.prompt_ids(request.messages) for request in requests]
+        prompts = [list(request.prompt_token_ids) if request.prompt_token_ids is not None
+                   else self.prompt_ids(request.messages) for request in requests]
         params = [
             self._sampling_params(
                 temperature=settings.temperature,
                 top_p=settings.top_p,
-                max_tokens=max(1, min(settings.max_tokens, self.max_model_len - len(prompt))),
-                seed=request_seed(settings.seed, request.problem_id, request.sample_index),
+                max_tokens=max(1, min(settings.max_tokens, request.max_tokens or settings.max_tokens,
+                                      self.max_model_len - len(prompt))),
+                seed=request_seed(settings.seed, request.problem_id, request.sample_index, request.turn),
             )
             for request, prompt in zip(requests, prompts, strict=True)
         ]
@@ -289,7 +350,8 @@ class VllmEngine:
         generations = []
         for prompt, output in zip(prompts, outputs, strict=True):
             sample = output.outputs[0]
-            generations.append(Generation(sample.text, len(sample.token_ids), str(sample.finish_reason), len(prompt)))
+            generations.append(Generation(sample.text, len(sample.token_ids), str(sample.finish_reason), len(prompt),
+                                          tuple(sample.token_ids)))
         return generations
 
 

@@ -98,6 +98,34 @@ def _coverage_warning(summary: dict[str, Any], settings: dict[str, Any]) -> list
             "not comparable with a full run.**", ""]
 
 
+def _multi_turn_section(summary: dict[str, Any]) -> list[str]:
+    """Single-turn (first programs) beside multi-turn (final programs) pass@k, and how the conversations went."""
+    multi = summary.get("multi_turn")
+    if not multi:
+        return []
+    shown = list(multi["multi_turn_pass_at_k"])
+    metrics = multi["metrics"]
+    hist = ", ".join(f"{name.removeprefix('turns/hist_')} turns {_percent(value)}"
+                     for name, value in metrics.items() if name.startswith("turns/hist_"))
+    public = ", ".join(f"turn {name.removeprefix('public_pass_rate/turn_')} {_percent(value)}"
+                       for name, value in metrics.items() if name.startswith("public_pass_rate/"))
+    stops = ", ".join(f"{name.removeprefix('stop_reason/')} {int(value)}"
+                      for name, value in metrics.items() if name.startswith("stop_reason/") and value)
+    return [
+        "## Single-turn vs multi-turn (public-test feedback)", "",
+        "| programs graded | " + " | ".join(f"pass@{k}" for k in shown) + " |", "|---|" + "---|" * len(shown),
+        "| first turn (single-turn) | " + " | ".join(_percent(multi["single_turn_pass_at_k"][k]) for k in shown) + " |",
+        "| final turn (multi-turn) | " + " | ".join(_percent(multi["multi_turn_pass_at_k"][k]) for k in shown) + " |",
+        "",
+        f"Turns used: mean {metrics['turns/mean']:.2f} ({hist}). Public tests passed, by turn: {public or '-'}.",
+        f"Feedback was given to {int(metrics.get('feedback/given', 0))} samples; the final program of "
+        f"{_percent(metrics.get('feedback/fixed_rate'))} of them passed the hidden tests. Feedback tokens: "
+        f"{metrics['feedback_tokens/mean']:.1f} per sample ({_percent(metrics['feedback_tokens/fraction'])} of "
+        f"the conversations' tokens). Stop reasons: {stops or '-'}.",
+        "",
+    ]
+
+
 def markdown_report(summary: dict[str, Any], settings: dict[str, Any], ks: Sequence[int], length_unit: str) -> str:
     """The report: ours beside the published numbers, breakdowns, verdicts, lengths, settings."""
     n = summary["samples_per_problem"]["min"]
@@ -129,6 +157,7 @@ def markdown_report(summary: dict[str, Any], settings: dict[str, Any], ks: Seque
               "settings; a bundled-sample run is a pipeline check, not a score.", "", "## pass@k", "",
               "| k | " + " | ".join(str(k) for k in ks) + " |", "|---|" + "---|" * len(ks),
               "| pass@k | " + " | ".join(_percent(summary["pass_at_k"][str(k)]) for k in ks) + " |", ""]
+    lines += _multi_turn_section(summary)
     lines += _breakdown_table("By difficulty", summary["by_difficulty"], ks)
     lines += _breakdown_table("By platform", summary["by_platform"], ks)
     lines += _breakdown_table("By contest month", summary["by_contest_month"], ks)

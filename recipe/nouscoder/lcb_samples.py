@@ -2,8 +2,9 @@
 
 Keys: ``problem_id``, ``completion`` (model text), optional ``sample_index`` (else numbered 0, 1, ... in
 order of appearance within the problem), ``response_tokens`` (generated tokens), ``finish_reason`` (vLLM's;
-``"length"`` = truncated at the token limit) or ``truncated`` (bool). The generation cache writes this layout,
-so generations can be re-graded elsewhere with ``--completions``.
+``"length"`` = truncated at the token limit) or ``truncated`` (bool); multi-turn samples (``--turns``) also
+``first_completion`` (the first turn's text) and ``multi_turn`` (the conversation's record). The generation cache
+writes this layout, so generations can be re-graded elsewhere with ``--completions``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class Sample:
     completion: str
     response_tokens: int | None = None
     truncated: bool = False
+    first_completion: str | None = None
+    """Multi-turn samples: the first turn's text (graded as the single-turn answer)."""
+    multi_turn: dict[str, Any] | None = None
+    """Multi-turn samples: the conversation's record (turns, public results, stop reason, feedback tokens)."""
 
     @property
     def key(self) -> SampleKey:
@@ -35,7 +40,18 @@ class Sample:
     def from_record(cls, record: dict[str, Any], sample_index: int) -> Sample:
         tokens = record.get("response_tokens")
         truncated = bool(record.get("truncated", False)) or record.get("finish_reason") == "length"
-        return cls(str(record["problem_id"]), sample_index, record["completion"], tokens, truncated)
+        return cls(str(record["problem_id"]), sample_index, record["completion"], tokens, truncated,
+                   record.get("first_completion"), record.get("multi_turn"))
+
+    def first_turn(self) -> Sample:
+        """The first turn of a multi-turn sample as a sample of its own (its single-turn answer).
+
+        It was cut at the token limit when the conversation ended right there, unchecked, for lack of tokens.
+        """
+        record = self.multi_turn or {}
+        tokens = (record.get("turn_tokens") or [None])[0]
+        cut = record.get("turns") == 1 and record.get("stop_reason") == "token_budget" and not record.get("public_verdicts", [None])[0]
+        return Sample(self.problem_id, self.sample_index, self.first_completion or "", tokens, cut)
 
 
 def read_completions_file(path: Path) -> list[Sample]:

@@ -10,6 +10,10 @@ Composes verl 0.9.1's trainer config (`pkg://verl.trainer.config`, found through
   (an existing one is kept as metrics.<k>.jsonl, since verl's FileLogger truncates), which is what
   `python -m recipe.nouscoder.select_checkpoint RUN_DIR` reads.
 
+With the multi-turn agent loop selected (``actor_rollout_ref.rollout.agent.default_agent_loop=
+nouscoder_public_test_feedback``), its module is added to ``VERL_USE_EXTERNAL_MODULES`` of the Ray runtime
+environment, so ``import verl`` registers it in every process (the agent-loop workers look it up by name).
+
 verl_ext's estimators and losses need nothing here: `import verl` loads them in every process (setup.py entry
 point `verl.plugins`). Config directory: `$NOUSCODER_CONFIG_DIR` if set, else `configs/` of this repository
 (two levels above this file; an editable install). Hydra's own flags work as usual: `--cfg job` prints the
@@ -33,9 +37,11 @@ from verl.utils.device import auto_set_device, get_resource_name
 
 from recipe.nouscoder.cluster_check import ClusterTooSmall, check_cluster
 from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run
+from recipe.nouscoder.multi_turn import AGENT_LOOP_MODULE, uses_multi_turn
 from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME
 
 CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
+EXTERNAL_MODULES_ENV = "VERL_USE_EXTERNAL_MODULES"
 
 
 def config_dir() -> Path:
@@ -69,6 +75,17 @@ def metrics_file(run_dir: str | Path) -> Path:
     return current
 
 
+def load_in_ray_processes(config: DictConfig, module: str) -> None:
+    """Add ``module`` to ``VERL_USE_EXTERNAL_MODULES`` of the Ray runtime environment (``import verl`` imports it)."""
+    with open_dict(config):
+        runtime_env = config.ray_kwargs.ray_init.runtime_env
+        env_vars = dict(runtime_env.get("env_vars") or {})
+        modules = [name for name in env_vars.get(EXTERNAL_MODULES_ENV, os.environ.get(EXTERNAL_MODULES_ENV, "")).split(",") if name]
+        if module not in modules:
+            env_vars[EXTERNAL_MODULES_ENV] = ",".join([*modules, module])
+        runtime_env.env_vars = env_vars
+
+
 def register_recipe_trainers() -> None:
     """Import recipe.nouscoder.trainer so that its `register_trainer` decorators run in this process."""
     import recipe.nouscoder.trainer  # noqa: F401
@@ -97,6 +114,8 @@ def run(config: DictConfig) -> None:
     prepare_config(config)
     if is_cpu_mode(config):
         prepare_cpu_run(config)
+    if uses_multi_turn(config):
+        load_in_ray_processes(config, AGENT_LOOP_MODULE)
     auto_set_device(config)
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     run_ppo(config, task_runner_class=NousCoderTaskRunner)

@@ -11,13 +11,16 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
 * ``_init_dataloader``: verl's dataloader over a sampler that skips offline-listed and online-solved problems.
 * ``on_step_begin``: the step's temperature into the trainer's log-prob temperature; resets the refill budget.
 * ``_next_train_batch``: the step's temperature on every prompt sent to rollout (temperature.py).
-* ``_compute_advantage``: for ``algorithm.adv_estimator=microcoder_grpo`` with a repetition window, verl's
-  advantage step runs inside ``verl_ext``'s ``provide_advantage_inputs`` with the response token ids and true
-  lengths read from TransferQueue (verl passes neither to estimators); other estimators go straight to verl.
+* ``_compute_advantage``: for ``algorithm.adv_estimator=microcoder_grpo`` with a repetition window, or with the
+  multi-turn agent loop, verl's advantage step runs inside ``verl_ext``'s ``provide_advantage_inputs`` with the
+  response token ids and true lengths read from TransferQueue (verl passes neither to estimators; a multi-turn
+  response_mask leaves out feedback tokens, and overlong filtering must see the whole trajectory's length); other
+  runs go straight to verl.
 * ``step``: after verl's step, reads the trained batch back from TransferQueue, records fully solved problems
   and adds the ``nouscoder/*``, ``length_bias/*`` and ``grading/*`` metrics to the step's metrics (logged by
   verl's Tracking). ``grading/*`` come from each rollout's ``extra_fields["reward_extra_info"]`` (where verl
-  0.9.1's agent loop stores the reward dict), read in the same TransferQueue call.
+  0.9.1's agent loop stores the reward dict), read in the same TransferQueue call; ``multi_turn/*`` from each
+  rollout's multi-turn record there (recipe/nouscoder/multi_turn/metrics.py).
 * ``_save_checkpoint`` / ``_load_checkpoint``: the online-filter state in ``global_step_N/``.
 """
 
@@ -36,6 +39,8 @@ from verl.trainer.ppo.v1 import trainer_separate_async as verl_separate_async
 from verl.utils.dataset.rl_dataset import collate_fn
 
 from recipe.nouscoder.dynamic_sampling import CAPPED_BUFFER_OF, CappedGroupFilterMixin
+from recipe.nouscoder.multi_turn import uses_multi_turn
+from recipe.nouscoder.multi_turn.metrics import multi_turn_metrics
 from recipe.nouscoder.online_filter import (
     ProblemFilterSampler,
     SolvedProblemFilter,
@@ -152,7 +157,7 @@ class NousCoderTrainerMixin:
         )
         self.problem_sampler: ProblemFilterSampler | None = None
         self.solved_in_buffer = 0
-        self.advantage_needs_response_ids = estimator_needs_response_ids(config.algorithm)
+        self.advantage_needs_response_ids = estimator_needs_response_ids(config.algorithm) or uses_multi_turn(config)
         super().__init__(config)
 
     # ------------------------------ dynamic sampling ------------------------------
@@ -300,6 +305,8 @@ class NousCoderTrainerMixin:
             extra_fields = rollouts.non_tensor_batch["extra_fields"]
             metrics.update(grading_metrics(reward_infos_from_extra_fields(extra_fields)))
             metrics.update(known_answer_metrics(extra_fields))
+            trained_tokens = rollouts.batch["response_mask"].sum(dim=-1).tolist()
+            metrics.update(multi_turn_metrics(extra_fields, trained_tokens))
         if self.nouscoder.metrics.enable:
             metrics.update(
                 compute_step_metrics(

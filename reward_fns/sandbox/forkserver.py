@@ -108,9 +108,10 @@ class ForkServer:
             with contextlib.suppress(FileNotFoundError):
                 os.truncate(os.path.join(self.work_dir, "io", name), 0)
 
-    def read_stdout(self) -> str:
+    def read_stdout(self, limit_bytes: int = -1) -> str:
+        """The last run's stdout (its first ``limit_bytes`` bytes when given)."""
         with open(os.path.join(self.work_dir, "io", "stdout"), "rb") as handle:
-            return handle.read().decode("utf-8", errors="replace")
+            return handle.read(limit_bytes).decode("utf-8", errors="replace")
 
     def read_result(self) -> str:
         with open(os.path.join(self.work_dir, "io", "result"), "rb") as handle:

@@ -12,6 +12,11 @@ Verdict of one test (first matching rule wins; the comparison runs here, in the 
 6. another signal or a nonzero exit status                       -> runtime_error
 7. stdin test: ``compare.stdout_matches``; functional: ``compare.functional_matches`` on the harness's JSON
    (an unconvertible result -- custom class, NaN -- is wrong_answer; no result at all is runtime_error)
+
+A failing result's ``extra`` also holds what the program printed on the failing test, cut to
+``FAILURE_OUTPUT_CHARS``: ``actual_output`` (the head of its stdout, or the returned value's JSON) for a wrong answer,
+``stderr_tail`` for a runtime error or memory limit. The reward never shows them; the multi-turn feedback does, for
+public tests only (``recipe/nouscoder/multi_turn``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 _MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "[Errno 12]")
 _DETAIL_CHARS = 600
+FAILURE_OUTPUT_CHARS = 4096
 _MB = 1 << 20
 
 
@@ -78,7 +84,8 @@ def _run_tests(server: ForkServer, code: str, problem: Problem, config: GraderCo
         verdict, detail = _test_verdict(server, outcome, test, config, budget_limited=timeout < config.time_limit_s)
         if verdict is not Verdict.ACCEPTED:
             return GradeResult(verdict, index, total, time.monotonic() - started, max_test_time,
-                               f"test {index}: {detail}"[:_DETAIL_CHARS], _outcome_extra(outcome))
+                               f"test {index}: {detail}"[:_DETAIL_CHARS],
+                               _outcome_extra(outcome) | _failure_output(server, test, verdict))
     return GradeResult(Verdict.ACCEPTED, total, total, time.monotonic() - started, max_test_time)
 
 
@@ -132,6 +139,18 @@ def _out_of_memory(outcome: RunOutcome, stderr_tail: str, config: GraderConfig) 
 def _last_line(text: str) -> str:
     lines = text.strip().splitlines()
     return lines[-1] if lines else ""
+
+
+def _failure_output(server: ForkServer, test: TestCase, verdict: Verdict) -> dict[str, str]:
+    """What the program printed on its failing test (module docstring), cut to ``FAILURE_OUTPUT_CHARS``."""
+    if verdict is Verdict.WRONG_ANSWER:
+        if test.testtype == "functional":
+            result = server.read_result()
+            return {"actual_output": result[3:FAILURE_OUTPUT_CHARS + 3]} if result.startswith("OK ") else {}
+        return {"actual_output": server.read_stdout(FAILURE_OUTPUT_CHARS)[:FAILURE_OUTPUT_CHARS]}
+    if verdict in (Verdict.RUNTIME_ERROR, Verdict.MEMORY_LIMIT):
+        return {"stderr_tail": server.stderr_tail()[-FAILURE_OUTPUT_CHARS:]}
+    return {}
 
 
 def _outcome_extra(outcome: RunOutcome) -> dict[str, object]:

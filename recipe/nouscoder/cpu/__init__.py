@@ -61,7 +61,8 @@ def install_platform_here() -> None:
 
 
 def build_missing_inputs(config: DictConfig) -> None:
-    """The bundled sample's parquet under ``nouscoder.cpu.sample_data_dir`` and the tiny model, when missing."""
+    """The bundled sample's parquet under ``nouscoder.cpu.sample_data_dir`` (build flags: ``sample_data_args``) and
+    the tiny model, when missing."""
     cpu = config.nouscoder.cpu
     data_files = [Path(path) for path in (config.data.train_files, config.data.val_files)]
     sample_dir = Path(cpu.sample_data_dir)
@@ -75,8 +76,9 @@ def build_missing_inputs(config: DictConfig) -> None:
             )
         from data_prep.build_deepcoder_mix import main as build_data
 
-        logger.warning(f"CPU mode: building the bundled sample's parquet in {sample_dir}")
-        build_data(["--from", "sample", "--out", str(sample_dir)])
+        extra_args = [str(arg) for arg in cpu.get("sample_data_args") or []]  # e.g. --public-tests 1
+        logger.warning(f"CPU mode: building the bundled sample's parquet in {sample_dir} {' '.join(extra_args)}")
+        build_data(["--from", "sample", "--out", str(sample_dir), *extra_args])
     from recipe.nouscoder.cpu.tiny_model import build_tiny_model, is_built
 
     model_dir = Path(config.actor_rollout_ref.model.path)

@@ -14,6 +14,14 @@ marked in the rollout's ``extra_fields["known_answer"]`` (the program's kind), w
 Which requests are replaced is deterministic per problem: the k-th request for a problem is replaced when
 ``floor((k + 1) f) > floor(k f)`` (an even spread at rate f), and replaced requests cycle through that problem's
 programs in an order shuffled once with ``seed``.
+
+Scripted turns for the multi-turn agent loop (``by_turn``, off when empty): ``by_turn[t]`` names the class of
+program the t-th assistant turn of a conversation gets (``failing``: wrong answer, runtime error, compile error or
+no code; ``passing``: reference or accepted; the last entry repeats), e.g. ``[failing, passing]`` writes a wrong
+first answer and a correct revision after the feedback. The first turn is replaced at rate f as above; a later turn
+is replaced exactly when the conversation's previous assistant turn was a replaced one (its text is one of the
+problem's programs), so a conversation is scripted from start to end or not at all. Turns are counted by the chat
+markers of the tiny model's template (``<|im_start|>assistant``).
 """
 
 from __future__ import annotations
@@ -24,10 +32,18 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from data_prep.sample import load_problems, load_solutions
+from data_prep.sample.solutions import kind_selected
+from recipe.nouscoder.cpu.tiny_model import TURN_END, TURN_START
 
 KNOWN_ANSWER_KINDS = ("reference", "accepted", "wrong_answer", "runtime_error", "compile_error", "no_code")
 """Programs that finish at once: no time/memory/output-limit or hostile ones (a 15 s wait per rollout is no demo)."""
 STATEMENT_SNIPPET_CHARS = 120
+PROGRAM_CLASSES = {
+    "failing": ("wrong_answer", "runtime_error", "compile_error", "no_code"),
+    "passing": ("reference", "accepted"),
+}
+"""``by_turn`` entries and the kinds each stands for."""
+ASSISTANT_TURN = f"{TURN_START}assistant\n"
 
 
 @dataclass(frozen=True)
@@ -38,10 +54,16 @@ class KnownAnswerOptions:
     """Fraction of responses to bundled-sample prompts that are replaced; 0 = off."""
     seed: int = 0
     """Seed of the per-problem order of the programs."""
+    by_turn: tuple[str, ...] = ()
+    """Multi-turn scripts: the program class of each assistant turn (module docstring); empty = off."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= float(self.fraction) <= 1.0:
             raise ValueError(f"known_answers.fraction must be in [0, 1], got {self.fraction}")
+        object.__setattr__(self, "by_turn", tuple(self.by_turn))
+        unknown = sorted(set(self.by_turn) - set(PROGRAM_CLASSES))
+        if unknown:
+            raise ValueError(f"known_answers.by_turn entries must be in {sorted(PROGRAM_CLASSES)}, got {unknown}")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> KnownAnswerOptions:
@@ -112,11 +134,30 @@ class KnownAnswerBook:
         problem = self.problem_of(prompt_text)
         if problem is None or not self.answers.get(problem):
             return None
+        turn = prompt_text.count(ASSISTANT_TURN) - 1 if self.options.by_turn else 0
+        if turn > 0:
+            return self._scripted_revision(problem, prompt_text, turn)
         seen = self._requests_seen.get(problem, 0)
         self._requests_seen[problem] = seen + 1
         fraction = float(self.options.fraction)
         if int((seen + 1) * fraction) == int(seen * fraction):
             return None
-        replaced_before = int(seen * fraction)
+        return self._program(problem, int(seen * fraction), turn)
+
+    def _program(self, problem: str, replaced_before: int, turn: int) -> KnownAnswer | None:
+        """The ``replaced_before``-th program (cycling) of the problem, of ``by_turn``'s class for ``turn`` if set."""
         programs = self.answers[problem]
-        return programs[replaced_before % len(programs)]
+        if self.options.by_turn:
+            kinds = set(PROGRAM_CLASSES[self.options.by_turn[min(turn, len(self.options.by_turn) - 1)]])
+            programs = [program for program in programs if kind_selected(program.kind, kinds)]
+        return programs[replaced_before % len(programs)] if programs else None
+
+    def _scripted_revision(self, problem: str, prompt_text: str, turn: int) -> KnownAnswer | None:
+        """Turn ``turn`` >= 1 of a scripted conversation: replaced iff the previous assistant turn was a program."""
+        previous = prompt_text.rsplit(ASSISTANT_TURN, 2)[-2].split(TURN_END, 1)[0]
+        if previous not in {program.text for program in self.answers[problem]}:
+            return None
+        key = f"{problem}#{turn}"
+        seen = self._requests_seen.get(key, 0)
+        self._requests_seen[key] = seen + 1
+        return self._program(problem, seen, turn)
