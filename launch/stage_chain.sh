@@ -26,7 +26,6 @@
 #   KEEP_LAST_CHECKPOINTS  checkpoints kept besides the best-scoring one; older ones are deleted while training [2]
 #   PRUNE_EVERY_S          seconds between retention passes during training [600]
 #   PRUNE_CMD              retention pass [python LAUNCH_DIR/prune_checkpoints.py]
-#   NCCL_TIMEOUT_S         if set, passed as actor_rollout_ref.nccl_timeout (seconds) []
 #   RUN_EVAL               1: evaluate the last stage's best model after training; 0: skip [1]
 #   EVAL_DATA              LiveCodeBench test parquet, checked before training starts [$SLURM_SUBMIT_DIR/data/deepcoder_mix/test.parquet]
 #   EVAL_CMD               evaluation command line, run by `bash -c` in RUN_DIR/final_eval on the head node with
@@ -98,7 +97,6 @@ train_stage() {
   # (trainer.nnodes, actor_rollout_ref.rollout.nnodes, ...) stays the config's or the user's to set.
   local -a overrides=("trainer.experiment_name=${RUN_NAME}_$stage" trainer.resume_mode=auto
     trainer.max_actor_ckpt_to_keep=null)
-  [[ -n "${NCCL_TIMEOUT_S:-}" ]] && overrides+=("actor_rollout_ref.nccl_timeout=$NCCL_TIMEOUT_S")
   overrides+=("$@" "trainer.default_local_dir=$ckpt_dir")
   [[ -n "$model" ]] && overrides+=("actor_rollout_ref.model.path=$model")
   log "stage $stage: ${TRAINER[*]} --config-name $stage ${overrides[*]}"
