@@ -272,8 +272,13 @@ def test_dapo_clip_ratios_are_set_in_one_place() -> None:
         for path in config_dir().rglob("*.yaml")
         if "clip_ratio_high" in path.read_text()
     )
-    assert setters == ["_deepcoder.yaml", "microcoder_4k.yaml", "objective/dapo.yaml", "objective/gspo.yaml",
-                       "objective/gspo_plus.yaml"]
+    assert setters == [
+        "_deepcoder.yaml",
+        "microcoder_4k.yaml",
+        "objective/dapo.yaml",
+        "objective/gspo.yaml",
+        "objective/gspo_plus.yaml",
+    ]
 
 
 def test_eval_lcb_80k_uses_yarn_factor_2() -> None:
