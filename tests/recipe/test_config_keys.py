@@ -110,7 +110,7 @@ def included_files(config_file: Path) -> list[Path]:
     defaults = OmegaConf.load(config_file).get("defaults", ListConfig([]))
     for entry in defaults:
         if isinstance(entry, str):
-            candidate = CONFIGS / f"{entry}.yaml"
+            candidate = CONFIGS / f"{entry.lstrip('/')}.yaml"
         else:
             ((group, option),) = entry.items()
             candidate = CONFIGS / group / f"{option}.yaml"
