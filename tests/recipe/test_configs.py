@@ -12,6 +12,7 @@ only from `init()` on. Left out: the model config (`HFModelConfig` loads the tok
 `BaseConfig` lacks).
 """
 
+import json
 import re
 from functools import cache
 
@@ -28,6 +29,8 @@ from verl.workers.config import FSDPActorConfig, RolloutConfig
 import recipe.nouscoder.trainer  # noqa: F401  registers nouscoder_sync / nouscoder_separate_async
 from recipe.nouscoder.main import config_dir
 from recipe.nouscoder.required_values import check_required_values
+from reward_fns.ray_pool.config import pool_keys
+from reward_fns.score import compute_score
 from verl_ext.estimator_options import GrpoPlusOptions, MicrocoderOptions
 
 TRAINING_CONFIGS = [
@@ -246,6 +249,16 @@ def test_eval_model_is_not_the_base_model() -> None:
 def test_training_rewards_use_the_tolerant_comparison(name: str) -> None:
     """MicroCoder-Evaluator's comparison for training (section 4); exact LiveCodeBench rule for evaluation."""
     assert composed(name).reward.custom_reward_function.reward_kwargs.compare_mode == "tolerant"
+
+
+def test_the_comparison_setting_reaches_the_grader() -> None:
+    """`print(a / b)` against an expected 0.333333333: +1 with the training reward's settings, -1 with evaluation's."""
+    problem = {"tests": [{"input": "1 3\n", "output": "0.333333333\n", "testtype": "stdin"}]}
+    solution = "```python\na, b = map(int, input().split())\nprint(a / b)\n```"
+    for name, expected in (("dapo_32k", 1.0), ("microcoder_4k", 1.0), ("eval_lcb_80k", -1.0)):
+        reward_kwargs = dict(composed(name).reward.custom_reward_function.reward_kwargs)
+        grader_kwargs = {key: value for key, value in reward_kwargs.items() if key not in pool_keys(reward_kwargs)}
+        assert compute_score("livecodebench", solution, json.dumps(problem), **grader_kwargs)["score"] == expected, name
 
 
 @pytest.mark.parametrize(("name", "samples"), [("eval_lcb_40k", 8), ("eval_lcb_80k", 8), ("eval_microcoder_8k", 4)])
