@@ -11,7 +11,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.integration  # a real Slurm / Ray cluster and the stage chain end to end
 
 
 def free_port() -> int:

@@ -30,7 +30,7 @@ Total Usage:
 
 def bash(script: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """Run `script` in bash with the library sourced, without any Slurm variable from the caller."""
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("SLURM")}
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("SLURM") and key != "RAY_AUTH_MODE"}
     return subprocess.run(
         [TEST_BASH, "-c", f"set -euo pipefail; source {LIB}; {script}"],
         env={**clean, **(env or {})},

@@ -16,9 +16,12 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from safetensors.torch import load_file
 
 REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.integration  # a real Slurm / Ray cluster and the stage chain end to end
 STEPS = 6
 # The stand-in's validation score peaks at step (STEPS + 1) // 2 = 3 and falls afterwards ...
 BEST_STEP = 3
