@@ -8,8 +8,14 @@ TORCH_SPEC ?= torch==2.13.0
 # Debian packages the tests use: slurm + munge (launch tests), shellcheck (shell lint).
 SYSTEM_PACKAGES ?= slurm-wlm munge shellcheck
 DEMO_OUT ?= demo_out
+# The cluster environment: verl 0.9.1's vLLM pin set, then flash-attn built against the torch it brings.
+GPU_VENV ?= .venv-gpu
+GPU_PY := $(GPU_VENV)/bin/python
+# verl 0.9.1's own flash-attn pin for torch 2.11 / CUDA 13.0 (its `flash-attn-cu130torch211` extra).
+FLASH_ATTN_SPEC ?= flash-attn==2.8.3
+GPU_DEPS_REPORT ?= $(VENV)/gpu-deps-report.json
 
-.PHONY: test test-fast demo lint setup system-deps clean
+.PHONY: test test-fast demo lint setup setup-gpu gpu-deps-check system-deps clean
 
 $(VENV)/.installed: setup.py pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +25,24 @@ $(VENV)/.installed: setup.py pyproject.toml
 	touch $@
 
 setup: $(VENV)/.installed
+
+# One command on a fresh CUDA node (NVIDIA driver >= 580 for the CUDA 13.0 wheels of torch 2.11; nvcc 13.x and a
+# C++ compiler only if flash-attn has no prebuilt wheel for this torch/CUDA/Python and builds from source).
+# The vLLM pin set goes in first, in one resolver pass with this package, so torch is the one vLLM pins; then
+# flash-attn without build isolation, so its build sees that torch.
+setup-gpu:
+	test -x $(GPU_PY) || $(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_PY) -m pip install -q --upgrade pip
+	$(GPU_PY) -m pip install -e '.[gpu,test]'
+	$(GPU_PY) -m pip install --no-build-isolation '$(FLASH_ATTN_SPEC)'
+	$(GPU_PY) -c "import torch, vllm, flash_attn, verl; print('torch', torch.__version__, 'CUDA', torch.version.cuda, '| vllm', vllm.__version__, '| flash-attn', flash_attn.__version__, '| verl', verl.__version__, '| GPUs', torch.cuda.device_count())"
+	@echo "GPU environment ready: source $(GPU_VENV)/bin/activate before sbatch"
+
+# Resolves the GPU dependency set (this package's [gpu] extra) for a fresh machine without installing anything,
+# so a pin conflict fails here and not on the cluster; needs PyPI. Prints the versions it picks.
+gpu-deps-check: setup
+	$(PY) -m pip install --dry-run --ignore-installed --quiet --report $(GPU_DEPS_REPORT) '.[gpu]'
+	$(PY) launch/check_gpu_deps.py $(GPU_DEPS_REPORT) --flash-attn '$(FLASH_ATTN_SPEC)'
 
 # Installs the Debian packages above when running as root and any is missing; otherwise only reports.
 system-deps:
@@ -35,7 +59,7 @@ system-deps:
 lint: setup
 	$(VENV)/bin/ruff check .
 
-test: setup system-deps lint
+test: setup system-deps lint gpu-deps-check
 	$(VENV)/bin/pytest tests
 
 # The unit tier for the edit loop: everything but the tests marked integration (whole programs) or gpu.
@@ -62,4 +86,4 @@ demo: setup system-deps
 	@echo "  sbatch launch/run_dapo_32k_to_40k.sh data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet"
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT)
+	rm -rf $(VENV) $(GPU_VENV) $(DEMO_OUT)

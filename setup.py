@@ -39,8 +39,10 @@ setup(
     ],
     extras_require={
         "test": ["pytest", "pytest-timeout", "ruff"],
-        # The cluster stack: verl's own vLLM pin set (vllm, matching torch/transformers) and flash-attn.
-        "gpu": ["verl[vllm]==0.9.1", "flash-attn"],
+        # The cluster stack: verl's own vLLM pin set (vllm 0.24.0 with the torch 2.11.0 / transformers it pins).
+        # flash-attn is not listed: PyPI has only its source, whose build needs that torch installed first and
+        # no build isolation; `make setup-gpu` installs it after this extra (Makefile, README "GPU cluster set-up").
+        "gpu": ["verl[vllm]==0.9.1"],
     },
     entry_points={
         # verl's __init__ loads every entry point of this group on `import verl`, in every process

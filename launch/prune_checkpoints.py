@@ -3,12 +3,13 @@
 verl's own `trainer.max_actor_ckpt_to_keep` keeps the newest K checkpoints, but NousCoder continues the next
 context stage from the checkpoint with the best LiveCodeBench score, which is often an older one. This pass
 keeps, in a verl checkpoint directory (`trainer.default_local_dir`):
-  - the best-scoring complete checkpoint, chosen exactly as `recipe.nouscoder.select_checkpoint` chooses it;
+  - the `--keep-best` best-scoring complete checkpoints, ranked exactly as `recipe.nouscoder.select_checkpoint`
+    ranks them (1: the one it selects; more when the stage chain re-scores the best few at a longer context);
   - the newest `--keep-last` complete checkpoints (the newest is what `trainer.resume_mode=auto` resumes from);
   - every `global_step_N` newer than `latest_checkpointed_iteration.txt` (a save still in progress);
 and deletes the other `global_step_N` directories. With no validation score logged yet it deletes nothing.
 
-    python launch/prune_checkpoints.py CHECKPOINT_DIR --keep-last 2 [--every 600] [--dry-run]
+    python launch/prune_checkpoints.py CHECKPOINT_DIR --keep-last 2 [--keep-best 1] [--every 600] [--dry-run]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from recipe.nouscoder.select_checkpoint import (
     METRICS_FILE_NAME,
     TRACKER_FILE_NAME,
     complete_checkpoint_steps,
-    select_best,
+    ranked_checkpoints,
 )
 
 STEP_DIR = re.compile(r"^global_step_(\d+)$")
@@ -40,28 +41,34 @@ def step_dirs(checkpoint_dir: Path) -> dict[int, Path]:
     return found
 
 
-def steps_to_delete(checkpoint_dir: Path, keep_last: int, metric_pattern: str) -> tuple[list[int], str]:
+def steps_to_delete(
+    checkpoint_dir: Path, keep_last: int, metric_pattern: str, keep_best: int = 1
+) -> tuple[list[int], str]:
     """Steps whose directories can go, and a one-line reason naming what is kept."""
     if keep_last < 1:
         raise ValueError(f"keep_last={keep_last}: keep at least 1, the checkpoint a crashed stage resumes from.")
+    if keep_best < 1:
+        raise ValueError(f"keep_best={keep_best}: keep at least 1, the checkpoint the stage chain selects.")
     tracker = checkpoint_dir / TRACKER_FILE_NAME
     if not tracker.is_file():
         return [], "no finished checkpoint yet"
     latest = int(tracker.read_text().strip())
     complete = sorted(complete_checkpoint_steps(checkpoint_dir))
     try:
-        best = select_best(checkpoint_dir, checkpoint_dir / METRICS_FILE_NAME, metric_pattern)
+        best = ranked_checkpoints(checkpoint_dir, checkpoint_dir / METRICS_FILE_NAME, metric_pattern)[:keep_best]
     except (FileNotFoundError, ValueError) as error:
         return [], f"no score to protect the best checkpoint with, deleting nothing ({error})"
     newest = complete[-keep_last:]
-    doomed = sorted(step for step in step_dirs(checkpoint_dir) if step <= latest and step not in {*newest, best.step})
-    reason = f"keeping best global_step_{best.step} ({best.metric_key} = {best.score:.4f}) and newest {newest}"
+    kept = {*newest, *(selection.step for selection in best)}
+    doomed = sorted(step for step in step_dirs(checkpoint_dir) if step <= latest and step not in kept)
+    best_text = ", ".join(f"global_step_{selection.step} ({selection.score:.4f})" for selection in best)
+    reason = f"keeping best {best_text} by {best[0].metric_key} and newest {newest}"
     return doomed, reason
 
 
-def prune(checkpoint_dir: Path, keep_last: int, metric_pattern: str, dry_run: bool) -> list[int]:
+def prune(checkpoint_dir: Path, keep_last: int, metric_pattern: str, dry_run: bool, keep_best: int = 1) -> list[int]:
     """One retention pass; returns the deleted steps."""
-    doomed, reason = steps_to_delete(checkpoint_dir, keep_last, metric_pattern)
+    doomed, reason = steps_to_delete(checkpoint_dir, keep_last, metric_pattern, keep_best)
     directories = step_dirs(checkpoint_dir)
     for step in doomed:
         if not dry_run:
@@ -83,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-last", type=int, default=2, help="newest complete checkpoints to keep besides the best (default: 2)."
     )
     parser.add_argument(
+        "--keep-best",
+        type=int,
+        default=1,
+        help="best-scoring complete checkpoints to keep, for a later re-scoring of the best few (default: 1).",
+    )
+    parser.add_argument(
         "--metric",
         default=DEFAULT_METRIC_PATTERN,
         help="regular expression of the score key, as for select_checkpoint (default: %(default)s).",
@@ -102,9 +115,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.keep_last < 1:
         parser.error(f"--keep-last {args.keep_last}: keep at least 1, the checkpoint a crashed stage resumes from.")
+    if args.keep_best < 1:
+        parser.error(f"--keep-best {args.keep_best}: keep at least 1, the checkpoint the stage chain selects.")
     while True:
         if args.checkpoint_dir.is_dir():
-            prune(args.checkpoint_dir, args.keep_last, args.metric, args.dry_run)
+            prune(args.checkpoint_dir, args.keep_last, args.metric, args.dry_run, args.keep_best)
         if args.every <= 0:
             return
         time.sleep(args.every)

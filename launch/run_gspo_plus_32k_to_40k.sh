@@ -14,7 +14,10 @@
 set -euo pipefail
 : "${STAGES:=gspo_plus_32k gspo_plus_40k}"
 : "${RUN_NAME:=gspo_plus_32k_to_40k}"
-export STAGES RUN_NAME
+# The 32k model that starts the 40k stage is the best at 40k context (NousCoder "Iterative Context Extension").
+: "${RESCORE=gspo_plus_32k=eval_lcb_40k}"
+: "${EVAL_CONFIG:=eval_lcb_80k}"
+export STAGES RUN_NAME RESCORE EVAL_CONFIG
 # sbatch runs a copy of this file from Slurm's spool directory: find launch/ through the job record then.
 if [[ -z "${LAUNCH_DIR:-}" ]]; then
   LAUNCH_DIR=$(dirname "${BASH_SOURCE[0]}")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # MicroCoder-GRPO on Qwen3-4B-Instruct-2507, 4K responses, one stage on 6 nodes x 8 GPUs (configs/microcoder_4k.yaml),
-# best checkpoint by LiveCodeBench score, then LiveCodeBench at 8K tokens, 4 samples (MicroCoder: train on 4K,
-# test on 4K and 8K, average accuracy over four attempts).
+# best checkpoint by LiveCodeBench score, then LiveCodeBench at 8K tokens, 4 samples (configs/eval_microcoder_8k.yaml;
+# MicroCoder: train on 4K, test on 4K and 8K, average accuracy over four attempts). The training data is required:
+#   sbatch launch/run_microcoder_4k.sh data.train_files=/path/microcoder_dataset/train.parquet
+# (or the DeepCoder mix: data.train_files=data/deepcoder_mix/train.parquet).
 #SBATCH --job-name=microcoder-4k
 #SBATCH --nodes=6
 #SBATCH --ntasks-per-node=1
@@ -15,10 +17,9 @@
 set -euo pipefail
 : "${STAGES:=microcoder_4k}"
 : "${RUN_NAME:=microcoder_4k}"
-export STAGES RUN_NAME
-# shellcheck disable=SC2016  # $MODEL and $EVAL_DATA are expanded by `bash -c` in stage_chain.sh
-MICROCODER_EVAL_CMD='python -m recipe.nouscoder.eval_lcb --model "$MODEL" --data "$EVAL_DATA" --n 4 --max-tokens 8192 --out .'
-export EVAL_CMD=${EVAL_CMD:-$MICROCODER_EVAL_CMD}
+# Test on 8K with four attempts per problem (MicroCoder sections 5 and 6), on every GPU of the job.
+: "${EVAL_CONFIG:=eval_microcoder_8k}"
+export STAGES RUN_NAME EVAL_CONFIG
 # sbatch runs a copy of this file from Slurm's spool directory: find launch/ through the job record then.
 if [[ -z "${LAUNCH_DIR:-}" ]]; then
   LAUNCH_DIR=$(dirname "${BASH_SOURCE[0]}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One node's part of the Ray cluster; launch/lib/ray_slurm.sh runs it on each node through `srun --overlap`.
 #   ray_node.sh start-head    ray start --head --block on this node
-#   ray_node.sh start-worker  ray start --block, joining RAY_HEAD_IP:RAY_PORT
+#   ray_node.sh start-worker  ray start --block, joining RAY_HEAD_IP:RAY_PORT once the head's GCS answers (retried
+#                             every RAY_JOIN_POLL_S for up to RAY_JOIN_TIMEOUT_S, so a slow head is not a failed job)
 #   ray_node.sh network       print this node's "INTERFACE IP" (NETWORK_INTERFACE / IP_FAMILY apply)
 #   ray_node.sh stop          stop this job's Ray processes here: SIGTERM to `ray start`, SIGKILL after RAY_STOP_GRACE_S
 # Parameters come from the environment (set by start_ray_cluster), never from the command line, so that
@@ -46,11 +47,25 @@ start_node() {
   else
     args+=(--address="$(ray_address "$RAY_HEAD_IP" "$RAY_PORT")")
     role_args=${RAY_WORKER_START_ARGS:-}
+    wait_for_head_gcs "$(ray_address "$RAY_HEAD_IP" "$RAY_PORT")"
   fi
   local -a extra
   read -ra extra <<<"${RAY_START_ARGS:-} $role_args"
   log "node $name ($NODE_IP, $NODE_IFACE): ${RAY_BIN:-ray} ${args[*]} ${extra[*]}"
   exec "${RAY_BIN:-ray}" "${args[@]}" "${extra[@]}"
+}
+
+# Retries `ray health-check` against the head's GCS until it answers, for up to RAY_JOIN_TIMEOUT_S seconds.
+wait_for_head_gcs() {
+  local address=$1 attempt=1 deadline=$((SECONDS + ${RAY_JOIN_TIMEOUT_S:-300})) output
+  until output=$("${RAY_BIN:-ray}" health-check --address="$address" 2>&1); do
+    ((SECONDS < deadline)) ||
+      die "node $NODE_NAME: the Ray head at $address did not answer within ${RAY_JOIN_TIMEOUT_S:-300}s ($attempt attempts; last: ${output##*$'\n'}). Check the head's log and that port ${RAY_PORT} is reachable from this node."
+    log "node $NODE_NAME: Ray head at $address not reachable yet (attempt $attempt): ${output##*$'\n'}; retrying in ${RAY_JOIN_POLL_S:-5}s"
+    attempt=$((attempt + 1))
+    sleep "${RAY_JOIN_POLL_S:-5}"
+  done
+  log "node $NODE_NAME: Ray head at $address answers (attempt $attempt)"
 }
 
 # Live (not zombie) processes whose command line contains this node's Ray temp dir, and all their

@@ -12,8 +12,11 @@
 #   RAY_HEAD_START_ARGS, RAY_WORKER_START_ARGS   extra `ray start` arguments for the head / the other nodes only
 #   RAY_TMP_ROOT         node-local parent of the Ray temp dirs (RAY_TMP_ROOT/ray_<job>/<node index>/); keep
 #                        it short, Ray's socket paths live under it [/tmp]
-#   RAY_WAIT_TIMEOUT_S   how long to wait for every node and GPU to join before failing [600]
+#   RAY_WAIT_TIMEOUT_S   how long to wait for the head, then for every node and GPU, to join before failing [600]
 #   RAY_WAIT_POLL_S      seconds between `ray status` polls [5]
+#   RAY_JOIN_TIMEOUT_S   how long a worker node retries reaching the head's GCS before giving up [300]
+#   RAY_JOIN_POLL_S      seconds between a worker's attempts [5]
+#   WATCH_POLL_S         seconds between checks of the running command and every node's Ray [2]
 #   RAY_STOP_GRACE_S     seconds between SIGTERM and SIGKILL when stopping Ray on a node [15]
 #   NETWORK_INTERFACE    interface for Ray, NCCL and Gloo [the interface of the default route]
 #   IP_FAMILY            4 or 6 [4 when the node has an IPv4 default route, else 6]
@@ -21,6 +24,12 @@
 #   NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, NCCL_DEBUG, TORCH_NCCL_ASYNC_ERROR_HANDLING, VLLM_USE_V1,
 #   VLLM_ALLOW_LONG_MAX_MODEL_LEN, TOKENIZERS_PARALLELISM, RAY_memory_monitor_refresh_ms, RAY_AUTH_MODE, HYDRA_FULL_ERROR,
 #   PYTHONUNBUFFERED, NOFILE_LIMIT: exported with the defaults in export_training_env unless already set.
+
+# bash 4.4 is what RHEL / Rocky 8 ship; nothing here needs more (no `wait -n -p`, `wait -f`, EPOCHSECONDS, ...).
+if ((BASH_VERSINFO[0] < 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] < 4))); then
+  echo "[launch] ERROR: launch/ needs bash >= 4.4, this is bash $BASH_VERSION ($BASH): put a newer bash first on PATH." >&2
+  exit 1
+fi
 
 RAY_SLURM_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -150,8 +159,9 @@ detect_head_network() {
   [[ -n "${HEAD_IP:-}" ]] || die "could not detect the network address of the head node ${NODES[0]}; set NETWORK_INTERFACE."
 }
 
-# Starts `ray start --block` on every node in the background (head first), exports RAY_ADDRESS and
-# waits for every node and GPU. Sets RAY_STEP_PIDS / RAY_STEP_NODES; stop_ray_cluster undoes it.
+# Starts `ray start --block` on the head, waits until it answers, then on every other node (which retry reaching
+# the head for up to RAY_JOIN_TIMEOUT_S, ray_node.sh); exports RAY_ADDRESS and waits for every node and GPU.
+# Sets RAY_STEP_PIDS / RAY_STEP_NODES; stop_ray_cluster undoes it.
 start_ray_cluster() {
   local log_dir=$1
   mkdir -p "$log_dir"
@@ -163,22 +173,47 @@ start_ray_cluster() {
   RAY_STEP_PIDS=()
   RAY_STEP_NODES=()
   RAY_CLUSTER_STARTED=1
-  local i node action=start-head
-  for i in "${!NODES[@]}"; do
-    node=${NODES[$i]}
-    log "starting Ray ($action) on $node, log $log_dir/ray_$node.log"
-    RAY_NODE_NAME=$node RAY_NODE_INDEX=$i on_node "$node" "$action" >"$log_dir/ray_$node.log" 2>&1 &
-    RAY_STEP_PIDS+=("$!")
-    RAY_STEP_NODES+=("$node")
-    action=start-worker
-  done
+  local i
+  start_ray_node 0 start-head "$log_dir"
+  wait_for_ray_head "$log_dir"
+  for ((i = 1; i < ${#NODES[@]}; i++)); do start_ray_node "$i" start-worker "$log_dir"; done
   wait_for_ray_cluster "$log_dir"
+}
+
+# Starts `ray_node.sh ACTION` on node INDEX in the background and records its step.
+start_ray_node() {
+  local index=$1 action=$2 log_dir=$3 node=${NODES[$1]}
+  log "starting Ray ($action) on $node, log $log_dir/ray_$node.log"
+  RAY_NODE_NAME=$node RAY_NODE_INDEX=$index on_node "$node" "$action" >"$log_dir/ray_$node.log" 2>&1 &
+  RAY_STEP_PIDS+=("$!")
+  RAY_STEP_NODES+=("$node")
+}
+
+# Dies naming the node and its log tail if any started Ray step has exited.
+fail_if_a_ray_node_exited() {
+  local log_dir=$1 i
+  for i in "${!RAY_STEP_PIDS[@]}"; do
+    kill -0 "${RAY_STEP_PIDS[$i]}" 2>/dev/null ||
+      die "Ray on node ${RAY_STEP_NODES[$i]} exited while the cluster was starting; see $log_dir/ray_${RAY_STEP_NODES[$i]}.log, which ends:"$'\n'"$(tail -n 8 "$log_dir/ray_${RAY_STEP_NODES[$i]}.log" 2>/dev/null)"
+  done
+}
+
+# Polls `ray status` until the head answers (as verl's Slurm example waits before starting workers).
+wait_for_ray_head() {
+  local log_dir=$1 deadline=$((SECONDS + ${RAY_WAIT_TIMEOUT_S:-600})) status
+  until status=$("${RAY_BIN:-ray}" status --address="$RAY_ADDRESS" 2>&1); do
+    fail_if_a_ray_node_exited "$log_dir"
+    ((SECONDS < deadline)) ||
+      die "the Ray head on ${NODES[0]} did not answer at $RAY_ADDRESS within ${RAY_WAIT_TIMEOUT_S:-600}s: ${status##*$'\n'}. See $log_dir/ray_${NODES[0]}.log."
+    sleep "${RAY_WAIT_POLL_S:-5}"
+  done
+  log "Ray head up at $RAY_ADDRESS"
 }
 
 # Polls `ray status` until every node's marker resource and NNODES x GPUS_PER_NODE GPUs are listed.
 wait_for_ray_cluster() {
   local log_dir=$1 expected_gpus=$((${#NODES[@]} * GPUS_PER_NODE))
-  local deadline=$((SECONDS + ${RAY_WAIT_TIMEOUT_S:-600})) status gpus node i problem
+  local deadline=$((SECONDS + ${RAY_WAIT_TIMEOUT_S:-600})) status gpus node problem
   local -a missing
   while true; do
     problem=
@@ -193,10 +228,7 @@ wait_for_ray_cluster() {
       log "Ray cluster ready at $RAY_ADDRESS: ${#NODES[@]} node(s) (${NODES[*]}), $gpus GPU(s)"
       return 0
     fi
-    for i in "${!RAY_STEP_PIDS[@]}"; do
-      kill -0 "${RAY_STEP_PIDS[$i]}" 2>/dev/null ||
-        die "Ray on node ${RAY_STEP_NODES[$i]} exited while the cluster was starting; see $log_dir/ray_${RAY_STEP_NODES[$i]}.log, which ends:"$'\n'"$(tail -n 8 "$log_dir/ray_${RAY_STEP_NODES[$i]}.log" 2>/dev/null)"
-    done
+    fail_if_a_ray_node_exited "$log_dir"
     if ((SECONDS >= deadline)); then
       die "Ray cluster incomplete after ${RAY_WAIT_TIMEOUT_S:-600}s: missing node(s): ${missing[*]:-none}; GPUs $gpus of $expected_gpus$problem. See $log_dir/ray_<node>.log and 'ray status --address=$RAY_ADDRESS'."
     fi
@@ -229,9 +261,10 @@ stop_ray_cluster() {
     log "WARNING: could not run the Ray stop on ${unconfirmed[*]} (job ending?); Slurm signals the Ray steps there itself"
 }
 
-# Runs a command in the background and waits for it, failing fast if a node's Ray exits first.
-# A trapped signal interrupts `wait` (a foreground command would defer the trap until it ends).
-# With WATCH_LOG set, the output also goes to that file.
+# Runs a command in the background and waits for it, failing fast if a node's Ray exits first: every
+# WATCH_POLL_S seconds it checks both (bash 4.4 has no `wait -n -p` to learn which child ended). The pause is a
+# `wait` on a background `sleep`, which a trapped signal interrupts (a foreground `sleep` would defer the trap).
+# With WATCH_LOG set, the output also goes to that file. Returns the command's exit status.
 run_watched() {
   if [[ -n "${WATCH_LOG:-}" ]]; then
     "$@" > >(tee -a "$WATCH_LOG") 2>&1 &
@@ -239,26 +272,24 @@ run_watched() {
     "$@" &
   fi
   WATCHED_PID=$!
-  local finished status i
-  while true; do
-    status=0
-    finished=
-    wait -n -p finished "$WATCHED_PID" "${RAY_STEP_PIDS[@]}" || status=$?
-    [[ -n "$finished" ]] || die "waiting for '$1' (pid $WATCHED_PID) failed with status $status"
-    if [[ "$finished" == "$WATCHED_PID" ]]; then
-      WATCHED_PID=
-      return "$status"
-    fi
+  local status=0 i
+  while kill -0 "$WATCHED_PID" 2>/dev/null; do
     for i in "${!RAY_STEP_PIDS[@]}"; do
-      if [[ "${RAY_STEP_PIDS[$i]}" == "$finished" ]]; then
-        log "ERROR: Ray on node ${RAY_STEP_NODES[$i]} exited (status $status) while '$1' ran: stopping it."
-        kill -TERM "$WATCHED_PID" 2>/dev/null || true
-        wait "$WATCHED_PID" 2>/dev/null || true
-        WATCHED_PID=
-        return 1
-      fi
+      kill -0 "${RAY_STEP_PIDS[$i]}" 2>/dev/null && continue
+      wait "${RAY_STEP_PIDS[$i]}" || status=$?
+      log "ERROR: Ray on node ${RAY_STEP_NODES[$i]} exited (status $status) while '$1' ran: stopping it."
+      kill -TERM "$WATCHED_PID" 2>/dev/null || true
+      wait "$WATCHED_PID" 2>/dev/null || true
+      WATCHED_PID=
+      return 1
     done
+    sleep "${WATCH_POLL_S:-2}" &
+    WATCH_SLEEP_PID=$!
+    wait "$WATCH_SLEEP_PID" || true
   done
+  wait "$WATCHED_PID" || status=$?
+  WATCHED_PID=
+  return "$status"
 }
 
 # EXIT trap: stop a still-running watched command and the HELPER_PIDS, then Ray everywhere; keep the exit status.
@@ -266,7 +297,7 @@ HELPER_PIDS=()
 on_exit_stop_everything() {
   local status=$? pid
   trap - EXIT
-  for pid in "${HELPER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${HELPER_PIDS[@]}" ${WATCH_SLEEP_PID:-}; do kill -TERM "$pid" 2>/dev/null || true; done
   if [[ -n "${WATCHED_PID:-}" ]]; then
     log "stopping the running command (pid $WATCHED_PID)"
     kill -TERM "$WATCHED_PID" 2>/dev/null || true

@@ -1,16 +1,24 @@
 """CPU stand-in for `python -m recipe.nouscoder.main`, used by the launch tests through TRAINER_CMD.
 
-It takes the same command line (`--config-name STAGE key=value ...`) and behaves the way the stage chain
-relies on: it connects to the Ray cluster named by RAY_ADDRESS and checks that trainer.nnodes x
-trainer.n_gpus_per_node GPUs are there, resumes from `latest_checkpointed_iteration.txt` under
-trainer.resume_mode=auto, and writes what verl 0.9.1 writes and `recipe.nouscoder.select_checkpoint` reads
-(layout in that module's docstring): `global_step_N/actor/` FSDP shards of a tiny Qwen2 model (world size 1,
-every weight equal to N, so a merged model shows which step it came from) with a `huggingface/` config and
-tokenizer, `global_step_N/data.pt`, the tracker file, and `metrics.jsonl` with a LiveCodeBench validation
-score that peaks in the middle of the run, not at its end.
+It takes the same command line (`--config-name CONFIG key=value ...`), composes the real config from configs/ with
+those overrides (a misspelt or missing override fails here as in the real trainer), and runs it through verl
+0.9.1's own `run_ppo`: the driver connects to the Ray cluster named by RAY_ADDRESS with the runtime_env verl builds
+from `ray_kwargs.ray_init.runtime_env`, and a task-runner actor does the work. That actor is the process in which
+verl's trainer, and so wandb, would run: what it records of its environment (WANDB_RUN_ID, WANDB_RESUME) is what
+the real trainer sees. It checks that trainer.nnodes x trainer.n_gpus_per_node GPUs are in the cluster, then:
 
-Each call appends one JSON line (config name, overrides, resume step, steps run, wandb id, Ray resources,
-outcome) to FAKE_TRAINER_RECORD, default `<trainer.default_local_dir>/fake_trainer_calls.jsonl`.
+- training configs: resumes from `latest_checkpointed_iteration.txt` under trainer.resume_mode=auto and writes what
+  verl 0.9.1 writes and `recipe.nouscoder.select_checkpoint` reads (layout in that module's docstring):
+  `global_step_N/actor/` FSDP shards of a tiny Qwen2 model (world size 1, every weight equal to N, so a merged
+  model shows which step it came from) with a `huggingface/` config and tokenizer, `global_step_N/data.pt`, the
+  tracker file, and `metrics.jsonl` with a LiveCodeBench validation score that peaks in the middle of the run;
+- validation-only configs (trainer.val_only): `metrics.jsonl` with the step-0 score of the model in
+  actor_rollout_ref.model.path, which peaks at step RESCORE_PEAK_STEP, not at the in-run peak (as a re-scoring at a
+  longer context may).
+
+Each call appends one JSON line (config name, overrides, model, resume step, steps run, the actor's wandb variables,
+trainer.logger, Ray resources, outcome) to FAKE_TRAINER_RECORD, default
+`<trainer.default_local_dir>/fake_trainer_calls.jsonl`.
 
 Environment: FAKE_TRAINER_STEPS total steps [6]; FAKE_TRAINER_FAIL_AT="STAGE:STEP" exits 1 at that step
 of that stage before its checkpoint is saved; FAKE_TRAINER_STEP_SECONDS sleep per step [0].
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -28,6 +37,7 @@ from pathlib import Path
 import torch
 
 METRIC_KEY = "val-core/livecodebench/acc/mean@1"
+RESCORE_PEAK_STEP = 2  # the validation-only score peaks here, the in-run score at (STEPS + 1) // 2
 TINY_QWEN2 = {
     "architectures": ["Qwen2ForCausalLM"],
     "model_type": "qwen2",
@@ -142,13 +152,11 @@ def log_metrics(checkpoint_dir: Path, step: int, data: dict[str, float]) -> None
 
 
 def ray_resources(expected_gpus: int) -> dict[str, float]:
-    """Connect to RAY_ADDRESS like verl's driver and check the GPUs the trainer was told to use are there."""
+    """The Ray cluster's resources seen from inside it; fails if the GPUs the trainer was told to use are missing."""
     import ray
 
-    ray.init(address=os.environ["RAY_ADDRESS"], logging_level="WARNING")
     resources = ray.cluster_resources()
     alive = sum(1 for node in ray.nodes() if node["Alive"])
-    ray.shutdown()
     if resources.get("GPU", 0) < expected_gpus:
         raise SystemExit(f"fake_trainer: Ray cluster has {resources.get('GPU', 0)} GPUs, trainer needs {expected_gpus}")
     return {"GPU": resources.get("GPU", 0), "CPU": resources.get("CPU", 0), "alive_nodes": alive}
@@ -159,27 +167,30 @@ def resume_step(checkpoint_dir: Path, resume_mode: str) -> int:
     return int(tracker.read_text()) if resume_mode == "auto" and tracker.is_file() else 0
 
 
-def run(config_name: str, overrides: dict[str, str]) -> dict:
-    """Train (pretend) from the resume step to FAKE_TRAINER_STEPS; returns the call record."""
-    checkpoint_dir = Path(overrides["trainer.default_local_dir"])
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+def model_step(model: str) -> int:
+    """The step a model came from: the merged tiny model's weight value, else `global_step_N` in its path, else 0."""
+    weights = Path(model) / "model.safetensors"
+    if weights.is_file():
+        from safetensors.torch import load_file
+
+        return int(load_file(weights)["model.norm.weight"][0])
+    match = re.search(r"global_step_(\d+)", model)
+    return int(match.group(1)) if match else 0
+
+
+def validate_only(checkpoint_dir: Path, model: str) -> float:
+    """Step-0 validation score of `model` (peak at RESCORE_PEAK_STEP), logged like verl's val_only run."""
+    score = round(0.6 - 0.05 * abs(model_step(model) - RESCORE_PEAK_STEP), 4)
+    log_metrics(checkpoint_dir, 0, {METRIC_KEY: score})
+    print(f"fake_trainer: validation only of {model}: {METRIC_KEY} = {score}")
+    return score
+
+
+def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict) -> None:
+    """Train (pretend) from the resume step to FAKE_TRAINER_STEPS; fills `record`."""
     total = int(os.environ.get("FAKE_TRAINER_STEPS", "6"))
-    model = overrides.get("actor_rollout_ref.model.path")
-    if model is not None and not (Path(model) / "config.json").is_file():
-        raise SystemExit(f"fake_trainer: actor_rollout_ref.model.path={model} is not a Hugging Face model directory")
-    expected_gpus = int(overrides.get("trainer.nnodes", "1")) * int(overrides.get("trainer.n_gpus_per_node", "0"))
-    start = resume_step(checkpoint_dir, overrides.get("trainer.resume_mode", "auto"))
-    record = {
-        "config_name": config_name,
-        "overrides": overrides,
-        "resumed_from": start,
-        "wandb_run_id": os.environ.get("WANDB_RUN_ID"),
-        "wandb_resume": os.environ.get("WANDB_RESUME"),
-        "ray": ray_resources(expected_gpus) if os.environ.get("RAY_ADDRESS") else None,
-        "steps": [],
-        "outcome": "finished",
-    }
-    print(f"fake_trainer: config {config_name}, model {model}, resuming after step {start}, ray {record['ray']}")
+    start = resume_step(checkpoint_dir, resume_mode)
+    record["resumed_from"] = start
     fail_stage, _, fail_step = os.environ.get("FAKE_TRAINER_FAIL_AT", "").partition(":")
     if start == 0:
         log_metrics(checkpoint_dir, 0, {METRIC_KEY: validation_score(0, total)})
@@ -188,20 +199,50 @@ def run(config_name: str, overrides: dict[str, str]) -> dict:
         if fail_stage == config_name and fail_step and step == int(fail_step):
             record["outcome"] = f"failed at step {step}"
             print(f"fake_trainer: failing at step {step} as FAKE_TRAINER_FAIL_AT asks", file=sys.stderr)
-            return record
+            return
         save_checkpoint(checkpoint_dir, step)
         score = validation_score(step, total)
         log_metrics(checkpoint_dir, step, {"actor/pg_loss": 0.0, METRIC_KEY: score})
         record["steps"].append(step)
         print(f"fake_trainer: step {step}/{total} saved, {METRIC_KEY} = {score}")
-    return record
+
+
+class FakeTaskRunner:
+    """Stands in for verl's TaskRunnerV1 in the actor verl's run_ppo starts, and records what that process sees."""
+
+    def run(self, config) -> None:
+        checkpoint_dir = Path(config.trainer.default_local_dir)
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        config_name = os.environ["FAKE_TRAINER_CONFIG_NAME"]
+        record = {
+            "config_name": config_name,
+            "overrides": json.loads(os.environ["FAKE_TRAINER_OVERRIDES"]),
+            "model": str(config.actor_rollout_ref.model.path),
+            "wandb_run_id": os.environ.get("WANDB_RUN_ID"),
+            "wandb_resume": os.environ.get("WANDB_RESUME"),
+            "logger": list(config.trainer.logger),
+            "ray": ray_resources(config.trainer.nnodes * config.trainer.n_gpus_per_node),
+            "resumed_from": 0,
+            "steps": [],
+            "outcome": "finished",
+        }
+        print(f"fake_trainer: config {config_name}, model {record['model']}, ray {record['ray']}")
+        if config.trainer.val_only:
+            record["score"] = validate_only(checkpoint_dir, record["model"])
+        else:
+            train(config_name, config.trainer.resume_mode, checkpoint_dir, record)
+        record_file = Path(os.environ.get("FAKE_TRAINER_RECORD", checkpoint_dir / "fake_trainer_calls.jsonl"))
+        with record_file.open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+        if record["outcome"] != "finished":
+            raise RuntimeError(f"fake_trainer: {record['outcome']}")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python launch/testing/fake_trainer.py",
-        description="CPU stand-in for recipe.nouscoder.main in the launch tests: verl checkpoint layout, "
-        "validation metrics peaking mid-run, resume, injected failure (FAKE_TRAINER_* environment).",
+        description="CPU stand-in for recipe.nouscoder.main in the launch tests: the real config through verl's "
+        "run_ppo, a task-runner actor writing verl's checkpoint layout and validation metrics (FAKE_TRAINER_*).",
     )
     parser.add_argument("--config-name", required=True, help="the stage config name, as for recipe.nouscoder.main.")
     parser.add_argument(
@@ -211,13 +252,27 @@ def main(argv: list[str] | None = None) -> None:
     overrides = parse_overrides(args.overrides)
     if "trainer.default_local_dir" not in overrides:
         parser.error("trainer.default_local_dir=DIR is required (the stage chain always passes it)")
-    record = run(args.config_name, overrides)
-    record_file = Path(
-        os.environ.get("FAKE_TRAINER_RECORD", Path(overrides["trainer.default_local_dir"]) / "fake_trainer_calls.jsonl")
-    )
-    with record_file.open("a") as handle:
-        handle.write(json.dumps(record) + "\n")
-    sys.exit(0 if record["outcome"] == "finished" else 1)
+
+    import ray
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+    from verl.trainer.main_ppo import run_ppo
+
+    from recipe.nouscoder.main import config_dir
+
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        config = compose(config_name=args.config_name, overrides=args.overrides)
+    # The test's own settings reach the actor the way the launcher's wandb variables do: the job's runtime_env.
+    test_env = {key: value for key, value in os.environ.items() if key.startswith("FAKE_TRAINER_")}
+    test_env |= {"FAKE_TRAINER_CONFIG_NAME": args.config_name, "FAKE_TRAINER_OVERRIDES": json.dumps(overrides)}
+    with open_dict(config):
+        runtime_env = config.ray_kwargs.ray_init.runtime_env
+        runtime_env.env_vars = {**(runtime_env.get("env_vars") or {}), **test_env}
+    try:
+        run_ppo(config, task_runner_class=ray.remote(num_cpus=0)(FakeTaskRunner))
+    except ray.exceptions.RayTaskError as error:
+        print(f"fake_trainer: the task runner failed: {error}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

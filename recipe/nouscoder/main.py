@@ -38,6 +38,7 @@ from verl.utils.device import auto_set_device, get_resource_name
 from recipe.nouscoder.cluster_check import ClusterTooSmall, check_cluster
 from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run
 from recipe.nouscoder.multi_turn import AGENT_LOOP_MODULE, uses_multi_turn
+from recipe.nouscoder.required_values import check_required_values
 from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME
 
 CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
@@ -112,6 +113,7 @@ def run(config: DictConfig) -> None:
     """Validate the composed config with verl's own checks and run verl's trainer flow."""
     register_recipe_trainers()
     prepare_config(config)
+    check_required_values(config)  # a ${required:...} value left unset fails here, naming the override to pass
     if is_cpu_mode(config):
         prepare_cpu_run(config)
     if uses_multi_turn(config):

@@ -129,8 +129,10 @@ def resolve_metric_key(step_metrics: dict[int, dict[str, float]], pattern: str) 
     return keys[0]
 
 
-def select_best(run_dir: Path, metrics_file: Path, metric_pattern: str = DEFAULT_METRIC_PATTERN) -> Selection:
-    """Best complete checkpoint by score; ties -> earliest step."""
+def ranked_checkpoints(
+    run_dir: Path, metrics_file: Path, metric_pattern: str = DEFAULT_METRIC_PATTERN
+) -> list[Selection]:
+    """Every complete, scored checkpoint, best first: score descending, ties -> earlier step first."""
     checkpoints = complete_checkpoint_steps(run_dir)
     step_metrics = read_step_metrics(metrics_file)
     metric_key = resolve_metric_key(step_metrics, metric_pattern)
@@ -144,8 +146,15 @@ def select_best(run_dir: Path, metrics_file: Path, metric_pattern: str = DEFAULT
             f"no checkpoint step in {run_dir} (steps {sorted(checkpoints)}) has {metric_key!r} logged in "
             f"{metrics_file}: set trainer.test_freq to divide trainer.save_freq so every save is validated."
         )
-    best_score, best_step = max(scored, key=lambda pair: (pair[0], -pair[1]))
-    return Selection(step=best_step, score=best_score, metric_key=metric_key, actor_dir=checkpoints[best_step])
+    return [
+        Selection(step=step, score=score, metric_key=metric_key, actor_dir=checkpoints[step])
+        for score, step in sorted(scored, key=lambda pair: (-pair[0], pair[1]))
+    ]
+
+
+def select_best(run_dir: Path, metrics_file: Path, metric_pattern: str = DEFAULT_METRIC_PATTERN) -> Selection:
+    """Best complete checkpoint by score; ties -> earliest step."""
+    return ranked_checkpoints(run_dir, metrics_file, metric_pattern)[0]
 
 
 def merge_to_hf(actor_dir: Path, target_dir: Path) -> Path:

@@ -25,6 +25,18 @@ from pathlib import Path
 import pytest
 
 NODE_NAMES = ("launchnode1", "launchnode2")
+# The bash every launch test runs the scripts with: LAUNCH_TEST_BASH=/path/to/bash-4.4/bin/bash runs the suite under
+# an older bash (RHEL / Rocky 8 ship 4.4); the default is the bash on PATH.
+TEST_BASH = os.environ.get("LAUNCH_TEST_BASH", "bash")
+
+
+def path_with_test_bash(path: str) -> str:
+    """PATH with TEST_BASH's directory first, so `#!/usr/bin/env bash` scripts and srun steps use it too."""
+    resolved = shutil.which(TEST_BASH)
+    assert resolved, f"LAUNCH_TEST_BASH={TEST_BASH} is not an executable"
+    return f"{Path(resolved).parent}:{path}"
+
+
 FAKE_GPUS = 2
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel", "srun")
 
@@ -102,6 +114,11 @@ class LocalSlurm:
     gpus = FAKE_GPUS
     free_port = staticmethod(free_port)
     processes_mentioning = staticmethod(processes_mentioning)
+    path_with_test_bash = staticmethod(path_with_test_bash)
+
+    @staticmethod
+    def test_bash_version() -> str:
+        return subprocess.run([TEST_BASH, "-c", "echo $BASH_VERSION"], capture_output=True, text=True).stdout.strip()
 
     def run(self, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
         kwargs.setdefault("env", self.env)
@@ -223,6 +240,12 @@ def local_slurm() -> Iterator[LocalSlurm]:
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(root, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous_handler)
+
+
+@pytest.fixture
+def test_bash_path():
+    """`test_bash_path(PATH)`: PATH with the directory of the bash under test (LAUNCH_TEST_BASH) first."""
+    return path_with_test_bash
 
 
 @pytest.fixture

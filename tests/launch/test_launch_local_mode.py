@@ -11,7 +11,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.integration  # a real Slurm / Ray cluster and the stage chain end to end
 
 
 def free_port() -> int:
@@ -20,7 +24,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_processes):
+def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_processes, test_bash_path):
     ray_root = Path(tempfile.mkdtemp(prefix="rl", dir="/tmp"))  # short: Ray's socket paths live under it
     (tmp_path / "lcb.parquet").touch()
     ports = " ".join(
@@ -37,7 +41,7 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
     env = {key: value for key, value in os.environ.items() if not key.startswith("SLURM")}
     env.update(
         {
-            "PATH": f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
+            "PATH": test_bash_path(f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}"),
             "NNODES": "1",
             "GPUS_PER_NODE": "1",
             "TRAINER_CMD": f"python {REPO / 'launch' / 'testing' / 'fake_trainer.py'}",
@@ -50,11 +54,15 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
             "RAY_WAIT_TIMEOUT_S": "240",
             "FAKE_TRAINER_STEPS": "4",
             "EVAL_DATA": str(tmp_path / "lcb.parquet"),
-            "EVAL_CMD": 'echo "$MODEL $NNODES $GPUS_PER_NODE" > evaluated.txt',
+            "WATCH_POLL_S": "0.5",
         }
     )
     launcher = subprocess.Popen(
-        ["bash", str(REPO / "launch" / "run_microcoder_4k.sh"), "trainer.nnodes=1", "trainer.n_gpus_per_node=1"],
+        [
+            os.environ.get("LAUNCH_TEST_BASH", "bash"),
+            str(REPO / "launch" / "run_microcoder_4k.sh"),
+            "data.train_files=data/deepcoder_mix/train.parquet",
+        ],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -77,9 +85,12 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
         json.loads(line) for line in (run_dir / "microcoder_4k" / "checkpoints" / "fake_trainer_calls.jsonl").open()
     ]
     assert call["config_name"] == "microcoder_4k" and call["ray"]["GPU"] == 1 and call["steps"] == [1, 2, 3, 4]
+    assert call["overrides"]["trainer.nnodes"] == "1" and call["overrides"]["trainer.n_gpus_per_node"] == "1"
     # Scores of 4 steps peak at step (4 + 1) // 2 = 2; with --no-merge the selection names the actor shards.
     best = run_dir / "microcoder_4k" / "checkpoints" / "global_step_2" / "actor"
     assert (run_dir / "microcoder_4k" / "best_model").read_text().strip() == str(best)
-    assert (run_dir / "final_eval" / "evaluated.txt").read_text().split() == [str(best), "1", "1"]
+    (evaluation,) = [json.loads(line) for line in (run_dir / "final_eval" / "fake_trainer_calls.jsonl").open()]
+    assert evaluation["config_name"] == "eval_microcoder_8k" and evaluation["model"] == str(best)
+    assert evaluation["ray"]["GPU"] == 1 and (run_dir / "final_eval" / "DONE").is_file()
     assert f"Ray stopped on {host}" in output
     assert leftovers == [], "Ray processes left after the local run"

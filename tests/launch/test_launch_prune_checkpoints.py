@@ -69,3 +69,13 @@ def test_keep_last_zero_is_refused(tmp_path):
     result = prune(run, "--keep-last", "0")
     assert result.returncode == 2 and "keep at least 1" in result.stderr
     assert remaining(run) == [1, 2]
+
+
+def test_keep_best_keeps_the_top_k_for_a_later_rescoring(tmp_path):
+    # Ranked 30 (0.47), 40 (0.45), 20 (0.42), 50 (0.40), ...: --keep-best 3 keeps 30, 40, 20 besides the newest.
+    scores = {10: 0.31, 20: 0.42, 30: 0.47, 40: 0.45, 50: 0.40, 60: 0.39, 70: 0.30}
+    run = make_run(tmp_path / "ck", scores, latest=70)
+    result = prune(run, "--keep-last", "1", "--keep-best", "3")
+    assert result.returncode == 0, result.stderr
+    assert remaining(run) == [20, 30, 40, 70]
+    assert "keeping best global_step_30 (0.4700), global_step_40 (0.4500), global_step_20 (0.4200)" in result.stdout

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# The bash under test (conftest.TEST_BASH): LAUNCH_TEST_BASH=/path/to/bash-4.4/bin/bash for RHEL / Rocky 8's.
+TEST_BASH = os.environ.get("LAUNCH_TEST_BASH", "bash")
 LIB = REPO / "launch" / "lib" / "ray_slurm.sh"
 NODE_SCRIPT = REPO / "launch" / "lib" / "ray_node.sh"
 
@@ -28,9 +30,9 @@ Total Usage:
 
 def bash(script: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """Run `script` in bash with the library sourced, without any Slurm variable from the caller."""
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("SLURM")}
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("SLURM") and key != "RAY_AUTH_MODE"}
     return subprocess.run(
-        ["bash", "-c", f"set -euo pipefail; source {LIB}; {script}"],
+        [TEST_BASH, "-c", f"set -euo pipefail; source {LIB}; {script}"],
         env={**clean, **(env or {})},
         capture_output=True,
         text=True,
@@ -203,14 +205,14 @@ def test_training_env_keeps_user_values_and_raises_the_file_limit():
 
 def test_node_script_reports_the_network_of_its_node():
     result = subprocess.run(
-        ["bash", str(NODE_SCRIPT), "network"],
+        [TEST_BASH, str(NODE_SCRIPT), "network"],
         capture_output=True,
         text=True,
         env={**os.environ, "NETWORK_INTERFACE": "lo"},
     )
     assert result.stdout.split() == ["lo", "127.0.0.1"]
     result = subprocess.run(
-        ["bash", str(NODE_SCRIPT), "stop"],
+        [TEST_BASH, str(NODE_SCRIPT), "stop"],
         capture_output=True,
         text=True,
         env={key: value for key, value in os.environ.items() if key != "RAY_TMP"},
@@ -223,16 +225,16 @@ def test_node_stop_kills_this_jobs_ray_tree_and_nothing_else(tmp_path):
     # A stand-in for `ray start --block --temp-dir=RAY_TMP` with a child that does not name RAY_TMP, which
     # also ignores SIGTERM after its parent died (the orphan case), and an unrelated process.
     ray_like = subprocess.Popen(
-        ["bash", "-c", "bash -c 'trap \"\" TERM; sleep 300' & wait", "ray", f"--temp-dir={ray_tmp}/1/"]
+        [TEST_BASH, "-c", "bash -c 'trap \"\" TERM; sleep 300' & wait", "ray", f"--temp-dir={ray_tmp}/1/"]
     )
     # The same job's Ray of another node on this host (node 10: its temp dir starts like node 1's).
-    other_node = subprocess.Popen(["bash", "-c", "sleep 300", "ray", f"--temp-dir={ray_tmp}/10/"])
+    other_node = subprocess.Popen([TEST_BASH, "-c", "sleep 300", "ray", f"--temp-dir={ray_tmp}/10/"])
     other = subprocess.Popen(["sleep", "300"])
     time.sleep(0.5)
     child = int(subprocess.run(["pgrep", "-P", str(ray_like.pid)], capture_output=True, text=True).stdout.split()[0])
     try:
         result = subprocess.run(
-            ["bash", str(NODE_SCRIPT), "stop"],
+            [TEST_BASH, str(NODE_SCRIPT), "stop"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -257,7 +259,7 @@ def test_node_stop_kills_this_jobs_ray_tree_and_nothing_else(tmp_path):
                 process.send_signal(signal.SIGKILL)
                 process.wait()
     again = subprocess.run(
-        ["bash", str(NODE_SCRIPT), "stop"],
+        [TEST_BASH, str(NODE_SCRIPT), "stop"],
         capture_output=True,
         text=True,
         env={**os.environ, "RAY_TMP": str(ray_tmp), "RAY_NODE_NAME": "n1"},
@@ -268,7 +270,7 @@ def test_node_stop_kills_this_jobs_ray_tree_and_nothing_else(tmp_path):
 def test_node_start_refuses_a_temp_dir_too_long_for_ray_sockets():
     long_tmp = "/tmp/" + "x" * 40
     result = subprocess.run(
-        ["bash", str(NODE_SCRIPT), "start-head"],
+        [TEST_BASH, str(NODE_SCRIPT), "start-head"],
         capture_output=True,
         text=True,
         env={**os.environ, "RAY_TMP": long_tmp, "RAY_BIN": "/bin/false"},
@@ -277,3 +279,105 @@ def test_node_start_refuses_a_temp_dir_too_long_for_ray_sockets():
     assert (
         f"Ray temp dir {long_tmp}/0/ is longer than 43 characters" in result.stderr and "RAY_TMP_ROOT" in result.stderr
     )
+
+
+# bash 4.4 (RHEL / Rocky 8) has no `wait -p` and no `wait -n PID...` (both bash 5.1): this `wait` refuses them as
+# 4.4 does, so the watched-run tests below fail if the library relies on either, under any bash.
+BASH_44_WAIT = """
+wait() {
+  local arg
+  for arg in "$@"; do
+    case $arg in -p|-f) echo "bash: wait: $arg: invalid option" >&2; return 2 ;; esac
+  done
+  if [[ "${1:-}" == -n && $# -gt 1 ]]; then echo "bash: wait: -n takes no job ids in bash 4.4" >&2; return 2; fi
+  builtin wait "$@"
+}
+"""
+
+
+def test_run_watched_needs_no_bash_5_wait_options(tmp_path):
+    script = f"""{BASH_44_WAIT}
+sleep 60 >/dev/null 2>&1 & RAY_STEP_PIDS=($!); RAY_STEP_NODES=(node-a)
+status=0; WATCH_POLL_S=0.2 WATCH_LOG={tmp_path}/out.log run_watched bash -c 'sleep 0.5; echo done; exit 4' || status=$?
+kill "${{RAY_STEP_PIDS[0]}}"; echo "status=$status"
+sleep 0.3 & RAY_STEP_PIDS=($!); RAY_STEP_NODES=(node-b)
+status=0; WATCH_POLL_S=0.2 run_watched sleep 4322 || status=$?
+echo "status=$status"; pgrep -f "^sleep 4322$" || echo "no sleep left"
+"""
+    result = bash(script)
+    assert "invalid option" not in result.stderr and "takes no job ids" not in result.stderr, result.stderr
+    assert result.stdout.splitlines()[:2] == ["done", "status=4"] and (tmp_path / "out.log").read_text() == "done\n"
+    assert "Ray on node node-b exited (status 0) while 'sleep' ran: stopping it." in result.stdout
+    assert result.stdout.splitlines()[-2:] == ["status=1", "no sleep left"]
+
+
+def test_the_library_refuses_a_bash_older_than_4_4():
+    script = LIB.read_text()
+    check = script[script.index("if ((BASH_VERSINFO[0] < 4") : script.index("RAY_SLURM_LIB_DIR=")]
+    # BASH_VERSINFO is read-only: run the check with the array renamed to a fake bash 4.3.
+    fake = "V=(4 3 30 1 release x86_64); BASH_VERSION=4.3.30; " + check.replace("BASH_VERSINFO", "V")
+    result = subprocess.run([TEST_BASH, "-c", fake], capture_output=True, text=True)
+    assert result.returncode == 1 and "launch/ needs bash >= 4.4, this is bash 4.3.30" in result.stderr
+    accepted = subprocess.run([TEST_BASH, "-c", "V=(4 4 19 1 release x86_64); " + check.replace("BASH_VERSINFO", "V")])
+    assert accepted.returncode == 0
+
+
+def flaky_ray(tmp_path: Path, failures: int) -> str:
+    """A `ray` stub: `health-check` / `status` fail `failures` times (connection refused), then succeed; `start` echoes."""
+    stub = tmp_path / "ray"
+    stub.write_text(f"""#!/usr/bin/env bash
+count=$(cat {tmp_path}/calls 2>/dev/null || echo 0); echo $((count + 1)) > {tmp_path}/calls
+case $1 in
+  health-check|status)
+    if [[ $count -lt {failures} ]]; then echo "ConnectionError: failed to connect to GCS: Connection refused"; exit 1; fi
+    echo healthy ;;
+  start) echo "ray start $*" ;;
+esac
+""")
+    stub.chmod(0o755)
+    return str(stub)
+
+
+def test_a_worker_retries_the_head_until_it_answers_then_starts_ray(tmp_path):
+    env = {
+        **os.environ,
+        "RAY_BIN": flaky_ray(tmp_path, failures=2),
+        "RAY_TMP": "/tmp/rj",
+        "RAY_HEAD_IP": "10.0.0.1",
+        "RAY_PORT": "6390",
+        "GPUS_PER_NODE": "8",
+        "RAY_NODE_NAME": "gpu-07",
+        "RAY_JOIN_POLL_S": "0.1",
+        "NETWORK_INTERFACE": "lo",
+    }
+    result = subprocess.run([TEST_BASH, str(NODE_SCRIPT), "start-worker"], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "node gpu-07: Ray head at 10.0.0.1:6390 not reachable yet (attempt 1): ConnectionError" in result.stdout
+    assert "not reachable yet (attempt 2)" in result.stdout
+    assert "node gpu-07: Ray head at 10.0.0.1:6390 answers (attempt 3)" in result.stdout
+    assert "ray start start --block --node-ip-address=127.0.0.1" in result.stdout
+    assert "--address=10.0.0.1:6390" in result.stdout
+    (tmp_path / "calls").unlink()
+    env |= {"RAY_BIN": flaky_ray(tmp_path, failures=1000), "RAY_JOIN_TIMEOUT_S": "1", "RAY_JOIN_POLL_S": "0.3"}
+    result = subprocess.run([TEST_BASH, str(NODE_SCRIPT), "start-worker"], capture_output=True, text=True, env=env)
+    assert result.returncode == 1 and "ray start" not in result.stdout
+    assert "node gpu-07: the Ray head at 10.0.0.1:6390 did not answer within 1s" in result.stderr
+    assert "last: ConnectionError: failed to connect to GCS: Connection refused" in result.stderr
+
+
+def test_workers_start_only_once_the_head_answers(tmp_path):
+    script = """
+NODES=(head-0 node-1); GPUS_PER_NODE=8; RAY_ADDRESS=127.0.0.1:1
+sleep 30 >/dev/null 2>&1 & RAY_STEP_PIDS=($!); RAY_STEP_NODES=(head-0)
+trap 'kill "${RAY_STEP_PIDS[0]}"' EXIT
+wait_for_ray_head /logs
+"""
+    env = {"RAY_BIN": flaky_ray(tmp_path, failures=2), "RAY_WAIT_POLL_S": "0.1", "RAY_WAIT_TIMEOUT_S": "30"}
+    result = bash(script, env)
+    assert result.returncode == 0, result.stderr
+    assert "Ray head up at 127.0.0.1:1" in result.stdout and (tmp_path / "calls").read_text().strip() == "3"
+    (tmp_path / "calls").unlink()
+    env |= {"RAY_BIN": flaky_ray(tmp_path, failures=1000), "RAY_WAIT_TIMEOUT_S": "1", "RAY_WAIT_POLL_S": "0.3"}
+    result = bash(script, env)
+    assert result.returncode == 1
+    assert "the Ray head on head-0 did not answer at 127.0.0.1:1 within 1s: ConnectionError" in result.stderr

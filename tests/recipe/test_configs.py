@@ -12,11 +12,14 @@ only from `init()` on. Left out: the model config (`HFModelConfig` loads the tok
 `BaseConfig` lacks).
 """
 
+import json
+import re
 from functools import cache
 
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn, get_policy_loss_fn
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.trainer.ppo.v1 import get_trainer_cls
@@ -25,6 +28,9 @@ from verl.workers.config import FSDPActorConfig, RolloutConfig
 
 import recipe.nouscoder.trainer  # noqa: F401  registers nouscoder_sync / nouscoder_separate_async
 from recipe.nouscoder.main import config_dir
+from recipe.nouscoder.required_values import check_required_values
+from reward_fns.ray_pool.config import pool_keys
+from reward_fns.score import compute_score
 from verl_ext.estimator_options import GrpoPlusOptions, MicrocoderOptions
 
 TRAINING_CONFIGS = [
@@ -39,8 +45,13 @@ TRAINING_CONFIGS = [
     "microcoder_4k",
     "debug_64",
 ]
-ALL_CONFIGS = [*TRAINING_CONFIGS, "eval_lcb_80k"]
-EVAL_MODEL_OVERRIDE = "actor_rollout_ref.model.path=/models/best_40k"
+EVAL_CONFIGS = ["eval_lcb_40k", "eval_lcb_80k", "eval_microcoder_8k"]
+ALL_CONFIGS = [*TRAINING_CONFIGS, *EVAL_CONFIGS]
+# The values each config requires (`${required:...}`), as a user passes them.
+REQUIRED_OVERRIDES = {
+    **{name: ["actor_rollout_ref.model.path=/models/best"] for name in EVAL_CONFIGS},
+    "microcoder_4k": ["data.train_files=data/deepcoder_mix/train.parquet"],
+}
 
 # NousCoder blog, Table 3 "Hyperparameters" (+ "Introduction": Qwen3-14B; "Iterative Context Extension":
 # overlong filtering, 32k then Qwen3-14B's 40,960 context).
@@ -105,14 +116,14 @@ MICROCODER_PAPER = {
 
 
 @cache
-def _composed_yaml(name: str) -> str:
-    overrides = [EVAL_MODEL_OVERRIDE] if name == "eval_lcb_80k" else []
+def _composed_yaml(name: str, with_required: bool = True) -> str:
+    overrides = REQUIRED_OVERRIDES.get(name, []) if with_required else []
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
         return OmegaConf.to_yaml(compose(config_name=name, overrides=overrides))
 
 
 def composed(name: str) -> DictConfig:
-    """The resolved config `python -m recipe.nouscoder.main --config-name NAME` would run."""
+    """The resolved config `python -m recipe.nouscoder.main --config-name NAME` would run (required values given)."""
     config = OmegaConf.create(_composed_yaml(name))
     OmegaConf.resolve(config)
     return config
@@ -163,8 +174,10 @@ def test_nouscoder_derived_batch_and_async_values(name: str) -> None:
     assert config.trainer.v1.sampler.max_off_policy_threshold == PIPELINE_RL_K
     assert config.trainer.v1.sampler.max_off_policy_strategy == "wait"  # PipelineRL never drops rollouts
     assert config.trainer.v1.trainer_mode == "nouscoder_separate_async"
-    # verl reads trainer.v1.<trainer_mode>.parameter_sync_step by name
-    assert config.trainer.v1[config.trainer.v1.trainer_mode].parameter_sync_step == PPO_OFF_POLICY_K
+    # The recipe trainer runs as verl's separate_async, and verl reads trainer.v1.<that mode>.parameter_sync_step.
+    trainer_cls = get_trainer_cls(config.trainer.v1.trainer_mode)
+    assert trainer_cls.base_trainer_mode == "separate_async"
+    assert trainer_cls(config=config).parameter_sync_step == PPO_OFF_POLICY_K
 
 
 @pytest.mark.parametrize("objective", ["dapo", "gspo", "gspo_plus"])
@@ -211,6 +224,74 @@ def test_debug_64_is_dapo_32k_on_one_node() -> None:
     assert debug.data.train_files.endswith("debug_64/train.parquet")
     assert debug.data.train_batch_size // debug.actor_rollout_ref.actor.ppo_mini_batch_size == PPO_OFF_POLICY_K
     assert debug.nouscoder.online_filter.enable is False
+
+
+@pytest.mark.parametrize("name", [*TRAINING_CONFIGS, "eval_lcb_40k", "eval_lcb_80k", "eval_microcoder_8k"])
+def test_required_values_fail_loudly_when_missing(name: str) -> None:
+    """A value the user must give raises, naming the key, instead of silently keeping a base value."""
+    config = OmegaConf.create(_composed_yaml(name, with_required=False))
+    required = [override.partition("=")[0] for override in REQUIRED_OVERRIDES.get(name, [])]
+    for key in required:
+        with pytest.raises(InterpolationResolutionError, match=rf"{re.escape(key)} is required and was not given"):
+            OmegaConf.select(config, key)
+        with pytest.raises(InterpolationResolutionError, match="is required"):
+            check_required_values(config)
+    if not required:
+        check_required_values(config)  # nothing else is required
+
+
+def test_eval_model_is_not_the_base_model() -> None:
+    """The bug this guards: `model.path: ???` merged over the base kept Qwen/Qwen3-14B and evaluated it."""
+    assert composed("eval_lcb_80k").actor_rollout_ref.model.path == "/models/best"
+
+
+@pytest.mark.parametrize("name", TRAINING_CONFIGS)
+def test_training_rewards_use_the_tolerant_comparison(name: str) -> None:
+    """MicroCoder-Evaluator's comparison for training (section 4); exact LiveCodeBench rule for evaluation."""
+    assert composed(name).reward.custom_reward_function.reward_kwargs.compare_mode == "tolerant"
+
+
+def test_the_comparison_setting_reaches_the_grader() -> None:
+    """`print(a / b)` against an expected 0.333333333: +1 with the training reward's settings, -1 with evaluation's."""
+    problem = {"tests": [{"input": "1 3\n", "output": "0.333333333\n", "testtype": "stdin"}]}
+    solution = "```python\na, b = map(int, input().split())\nprint(a / b)\n```"
+    for name, expected in (("dapo_32k", 1.0), ("microcoder_4k", 1.0), ("eval_lcb_80k", -1.0)):
+        reward_kwargs = dict(composed(name).reward.custom_reward_function.reward_kwargs)
+        grader_kwargs = {key: value for key, value in reward_kwargs.items() if key not in pool_keys(reward_kwargs)}
+        assert compute_score("livecodebench", solution, json.dumps(problem), **grader_kwargs)["score"] == expected, name
+
+
+@pytest.mark.parametrize(("name", "samples"), [("eval_lcb_40k", 8), ("eval_lcb_80k", 8), ("eval_microcoder_8k", 4)])
+def test_evaluations_use_the_lcb_rule_and_one_stated_n(name: str, samples: int) -> None:
+    config = composed(name)
+    assert config.reward.custom_reward_function.reward_kwargs.compare_mode == "lcb"
+    assert config.actor_rollout_ref.rollout.val_kwargs.n == samples
+    assert (config.trainer.val_only, config.trainer.v1.trainer_mode) == (True, "sync")
+    assert config.trainer.nnodes * config.trainer.n_gpus_per_node == 48  # every GPU of the allocation
+
+
+def test_eval_lcb_40k_rescored_at_qwen3_context() -> None:
+    """NousCoder: the 32k checkpoint that starts the 40k stage is chosen by its LiveCodeBench score at 40k."""
+    config = composed("eval_lcb_40k")
+    assert config.data.max_prompt_length + config.data.max_response_length == QWEN3_14B_CONTEXT
+    assert config.actor_rollout_ref.rollout.max_model_len == QWEN3_14B_CONTEXT
+    assert "rope_scaling" not in config.actor_rollout_ref.model.override_config
+
+
+def test_dapo_clip_ratios_are_set_in_one_place() -> None:
+    """Only the objective files (and the DeepCoder / MicroCoder experiments, which have no objective file) do."""
+    setters = sorted(
+        str(path.relative_to(config_dir()))
+        for path in config_dir().rglob("*.yaml")
+        if "clip_ratio_high" in path.read_text()
+    )
+    assert setters == [
+        "_deepcoder.yaml",
+        "microcoder_4k.yaml",
+        "objective/dapo.yaml",
+        "objective/gspo.yaml",
+        "objective/gspo_plus.yaml",
+    ]
 
 
 def test_eval_lcb_80k_uses_yarn_factor_2() -> None:
