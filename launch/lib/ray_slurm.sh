@@ -5,7 +5,8 @@
 #
 # Knobs (environment variables; defaults in brackets):
 #   NNODES               nodes to use [SLURM_JOB_NUM_NODES inside a Slurm job, else 1]; outside Slurm only 1
-#   GPUS_PER_NODE        GPUs per node given to Ray and verl [SLURM_GPUS_ON_NODE / SLURM_GPUS_PER_NODE, else nvidia-smi -L]
+#   GPUS_PER_NODE        GPUs per node given to Ray and verl [SLURM_GPUS_ON_NODE / SLURM_GPUS_PER_NODE, else nvidia-smi -L];
+#                        0 stops the job at once. In the CPU mode they are logical device slots (e.g. 2)
 #   RAY_NUM_CPUS         CPUs per node given to Ray [SLURM_CPUS_ON_NODE, else Ray's own count]
 #   RAY_PORT             GCS port of the head node [6379]
 #   RAY_START_ARGS       extra `ray start` arguments for every node, word-split (e.g. "--object-store-memory=...")
@@ -79,6 +80,8 @@ resolve_gpus_per_node() {
     fi
   fi
   [[ "$GPUS_PER_NODE" =~ ^[0-9]+$ ]] || die "GPUS_PER_NODE=$GPUS_PER_NODE is not a number of GPUs."
+  [[ "$GPUS_PER_NODE" -gt 0 ]] ||
+    die "no GPU on the job's nodes (Slurm gave the job none and nvidia-smi lists none): submit with --gpus-per-node=N. The CPU mode (STAGES=\"debug_cpu debug_cpu_extended\") runs on CPU-only nodes with logical device slots: GPUS_PER_NODE=2 RAY_NUM_CPUS=16."
 }
 
 # Sets NODE_IP and NODE_IFACE for this host: NETWORK_INTERFACE if given, else the default route's, else

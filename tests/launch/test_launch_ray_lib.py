@@ -175,6 +175,15 @@ def test_gpus_per_node_comes_from_slurm_or_the_user():
     assert result.returncode == 1 and "GPUS_PER_NODE=eight is not a number" in result.stderr
 
 
+def test_a_job_without_gpus_stops_at_once_naming_the_fix():
+    """No GRES, no nvidia-smi: the chain would otherwise start Ray with 0 GPUs and wait on verl's pools."""
+    result = bash("resolve_gpus_per_node", {"PATH": "/usr/bin:/bin"})  # no nvidia-smi here
+    assert result.returncode == 1
+    assert "no GPU on the job's nodes" in result.stderr and "--gpus-per-node=N" in result.stderr
+    assert "GPUS_PER_NODE=2 RAY_NUM_CPUS=16" in result.stderr  # the CPU mode's logical slots
+    assert bash("resolve_gpus_per_node", {"GPUS_PER_NODE": "0"}).returncode == 1
+
+
 def test_network_detection_picks_an_address_of_this_host():
     addresses = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True, check=True).stdout
     result = bash('detect_node_network; echo "$NODE_IFACE $NODE_IP"')
