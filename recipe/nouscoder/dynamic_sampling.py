@@ -12,7 +12,12 @@ metric has zero std and dispatches replacement prompts. What it lacks, and what 
   and zero-variance groups are trained on with zero advantage instead of being regenerated;
 * statistics of what was dropped (groups, of which all-pass / all-fail) for the step metrics;
 * a hook reporting problems whose dropped group passed every rollout, so online filtering
-  (``online_filter.py``) sees fully solved problems that never reach the training batch.
+  (``online_filter.py``) sees fully solved problems that never reach the training batch;
+* a bound on failed groups (a session of the group raised: agent loop, server or reward function). verl logs
+  each failure and goes on: the async buffer evicts the group and dispatches a replacement, the sync buffer
+  trains on the sessions that finished. A fault that hits every rollout (a broken reward function) therefore
+  never ends an async run. Failed groups are counted per step (``nouscoder/dynamic_sampling/failed_groups``)
+  and past ``max_failed_groups`` in one step the step raises ``RolloutFailures``, naming the cause's log line.
 
 ``CappedReplayBuffer`` / ``CappedReplayBufferAsync`` are verl's sync / async buffers with these additions.
 """
@@ -33,9 +38,14 @@ class DynamicSamplingStats:
     dropped_solve_none: int = 0
     extra_prompts: int = 0
     cap_reached: int = 0
+    failed_groups: int = 0
 
     def as_metrics(self) -> dict[str, float]:
         return {f"nouscoder/dynamic_sampling/{name}": float(value) for name, value in asdict(self).items()}
+
+
+class RolloutFailures(RuntimeError):
+    """More failed rollout groups in one step than ``nouscoder.dynamic_sampling.max_failed_groups``."""
 
 
 class CappedGroupFilterMixin:
@@ -46,11 +56,15 @@ class CappedGroupFilterMixin:
         max_extra_prompts: int | None,
         pass_threshold: float = 0.0,
         on_solved_problems: Callable[[set[str]], None] | None = None,
+        max_failed_groups: int | None = None,
     ) -> None:
-        """Set the cap (None = verl's uncapped behaviour) and the solved-problem callback; wraps ``refill_fn``."""
-        if max_extra_prompts is not None and max_extra_prompts < 0:
-            raise ValueError(f"max_extra_prompts must be >= 0 or None, got {max_extra_prompts}")
+        """Set the cap (None = verl's uncapped behaviour), the solved-problem callback and the failed-group bound
+        (None = unbounded); wraps ``refill_fn``."""
+        for name, value in (("max_extra_prompts", max_extra_prompts), ("max_failed_groups", max_failed_groups)):
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0 or None, got {value}")
         self.max_extra_prompts = max_extra_prompts
+        self.max_failed_groups = max_failed_groups
         self.pass_threshold = pass_threshold
         self.on_solved_problems = on_solved_problems
         self.configured_filter_metric = self.filter_groups_metric
@@ -62,6 +76,7 @@ class CappedGroupFilterMixin:
     def begin_step(self) -> None:
         """Reset the per-step budget and resume filtering (called by the trainer at each step start)."""
         self.extra_prompts_this_step = 0
+        self.failed_groups_this_step = 0
         self.filter_groups_metric = self.configured_filter_metric
 
     def take_stats(self) -> DynamicSamplingStats:
@@ -81,10 +96,29 @@ class CappedGroupFilterMixin:
         return dispatched
 
     def _evict_terminal_groups(self, global_steps, partition_id, eviction_reasons):
-        dapo_uids = eviction_reasons[1]
+        dapo_uids, failed_uids = eviction_reasons[1], eviction_reasons[2]
         if dapo_uids:
             self._record_dropped_groups(partition_id, dapo_uids)
+        self._count_failed_groups(len(failed_uids))
         return super()._evict_terminal_groups(global_steps, partition_id, eviction_reasons)
+
+    def _materialize_batch(self, partition_id, selected_prompt_uids, partition_snapshot):
+        # The sync buffer keeps failed groups sampleable (their finished sessions are trained on).
+        self._count_failed_groups(len(self.failure_keys[partition_id].intersection(selected_prompt_uids)))
+        return super()._materialize_batch(partition_id, selected_prompt_uids, partition_snapshot)
+
+    def _count_failed_groups(self, count: int) -> None:
+        if not count:
+            return
+        self.failed_groups_this_step += count
+        self.stats.failed_groups += count
+        if self.max_failed_groups is not None and self.failed_groups_this_step > self.max_failed_groups:
+            raise RolloutFailures(
+                f"{self.failed_groups_this_step} rollout groups failed in this step (more than "
+                f"nouscoder.dynamic_sampling.max_failed_groups={self.max_failed_groups}): a session of each raised "
+                "in the agent loop, the rollout server or the reward function. The cause is logged above as "
+                "'Error in _run_prompt' by the agent-loop workers."
+            )
 
     def _record_dropped_groups(self, partition_id: str, dapo_uids: set[str]) -> None:
         """Count the zero-variance groups about to be evicted and report the fully solved problems among them."""

@@ -176,6 +176,7 @@ class NousCoderTrainerMixin:
             max_extra_prompts=None if max_rounds is None else int(max_rounds) * self.config.data.train_batch_size,
             pass_threshold=float(self.nouscoder.online_filter.pass_threshold),
             on_solved_problems=self._record_solved_in_buffer,
+            max_failed_groups=self.nouscoder.dynamic_sampling.max_failed_groups,
         )
         return buffer
 

@@ -7,7 +7,12 @@ import pytest
 import transfer_queue
 from omegaconf import OmegaConf
 
-from recipe.nouscoder.dynamic_sampling import CappedReplayBuffer, CappedReplayBufferAsync, DynamicSamplingStats
+from recipe.nouscoder.dynamic_sampling import (
+    CappedReplayBuffer,
+    CappedReplayBufferAsync,
+    DynamicSamplingStats,
+    RolloutFailures,
+)
 
 
 class InMemoryTransferQueue:
@@ -28,8 +33,9 @@ class InMemoryTransferQueue:
             self.tags[partition_id].pop(key, None)
             self.fields.pop(key, None)
 
-    def put_finished_groups(self, batch, prompt_step: int) -> None:
-        """Register each group of a DataProto rollout batch as a finished prompt with its trajectories."""
+    def put_finished_groups(self, batch, prompt_step: int, status: str = "finished") -> None:
+        """Register each group of a DataProto rollout batch as a finished prompt with its trajectories
+        (``status="failure"``: verl's tag when a session of the group raised)."""
         partition = self.tags.setdefault("train", {})
         session_of_uid: dict[str, int] = {}
         for row, uid in enumerate(batch.non_tensor_batch["uid"]):
@@ -42,7 +48,7 @@ class InMemoryTransferQueue:
                 "extra_info": batch.non_tensor_batch["extra_info"][row],
             }
         for uid in session_of_uid:
-            partition[uid] = {"is_prompt": True, "status": "finished", "global_steps": prompt_step}
+            partition[uid] = {"is_prompt": True, "status": status, "global_steps": prompt_step}
 
 
 @pytest.fixture
@@ -53,7 +59,7 @@ def fake_tq(monkeypatch):
     return store
 
 
-def make_buffer(buffer_cls, refill_fn, max_extra_prompts, solved_sink):
+def make_buffer(buffer_cls, refill_fn, max_extra_prompts, solved_sink, max_failed_groups=None):
     buffer = buffer_cls(
         trainer_mode="sync" if buffer_cls is CappedReplayBuffer else "separate_async",
         trainer_config=OmegaConf.create({}),
@@ -67,7 +73,9 @@ def make_buffer(buffer_cls, refill_fn, max_extra_prompts, solved_sink):
         gen_batch_size=1,
         max_inflight_gen_batches=1,
     )
-    buffer.configure_dynamic_sampling(max_extra_prompts, pass_threshold=0.0, on_solved_problems=solved_sink.update)
+    buffer.configure_dynamic_sampling(
+        max_extra_prompts, pass_threshold=0.0, on_solved_problems=solved_sink.update, max_failed_groups=max_failed_groups
+    )
     return buffer
 
 
@@ -137,3 +145,46 @@ def test_stats_as_metrics_names():
     assert metrics["nouscoder/dynamic_sampling/dropped_groups"] == 3.0
     assert metrics["nouscoder/dynamic_sampling/extra_prompts"] == 4.0
     assert metrics["nouscoder/dynamic_sampling/cap_reached"] == 0.0
+
+
+def test_async_failed_groups_are_counted_and_past_the_bound_the_step_raises(kit, fake_tq):
+    """verl's async buffer evicts a failed group and dispatches a replacement, forever if every rollout fails."""
+    fake_tq.put_finished_groups(groups(kit, {"g1": [1, -1]})["g1"], prompt_step=1)
+    fake_tq.put_finished_groups(groups(kit, {"f1": [1, -1]})["f1"], prompt_step=1, status="failure")
+    replacements = iter(range(100))
+
+    def refill_with_failures(num_prompts: int) -> int:
+        for _ in range(num_prompts):
+            uid = f"f{next(replacements) + 2}"
+            fake_tq.put_finished_groups(groups(kit, {uid: [1, -1]})[uid], prompt_step=1, status="failure")
+        return num_prompts
+
+    buffer = make_buffer(CappedReplayBufferAsync, refill_with_failures, None, set(), max_failed_groups=3)
+    with pytest.raises(RolloutFailures, match=r"4 rollout groups failed .*max_failed_groups=3.*Error in _run_prompt"):
+        buffer.sample(global_steps=1, partition_id="train", batch_size=2)
+    assert buffer.take_stats().failed_groups == 4
+
+
+def test_async_failures_below_the_bound_are_replaced_and_counted(kit, fake_tq):
+    fake_tq.put_finished_groups(groups(kit, {"g1": [1, -1]})["g1"], prompt_step=1)
+    fake_tq.put_finished_groups(groups(kit, {"f1": [1, -1]})["f1"], prompt_step=1, status="failure")
+
+    def refill(num_prompts: int) -> int:
+        fake_tq.put_finished_groups(groups(kit, {"g2": [-1, 1]})["g2"], prompt_step=1)
+        return num_prompts
+
+    buffer = make_buffer(CappedReplayBufferAsync, refill, None, set(), max_failed_groups=1)
+    batch, _ = buffer.sample(global_steps=1, partition_id="train", batch_size=2)
+    assert sorted({key.split("_")[0] for key in batch.keys}) == ["g1", "g2"]
+    assert buffer.take_stats().failed_groups == 1
+    buffer.begin_step()
+    assert buffer.failed_groups_this_step == 0
+
+
+def test_sync_counts_the_failed_groups_it_trains_on(kit, fake_tq):
+    """verl's sync buffer keeps a failed group sampleable and trains on its finished sessions."""
+    fake_tq.put_finished_groups(groups(kit, {"g1": [1, -1]})["g1"], prompt_step=1)
+    fake_tq.put_finished_groups(groups(kit, {"f1": [1, -1]})["f1"], prompt_step=1, status="failure")
+    buffer = make_buffer(CappedReplayBuffer, lambda n: n, None, set(), max_failed_groups=0)
+    with pytest.raises(RolloutFailures, match="1 rollout groups failed"):
+        buffer.sample(global_steps=1, partition_id="train", batch_size=2)
