@@ -6,10 +6,12 @@ Process tree of one worker (namespaces from ``isolation.enter_worker_namespaces`
                 └── server  (init of the worker pid namespace, minimal read-only root, no network, non-dumpable)
                       └── test child (init of a per-run pid namespace, run-layer isolation) ── its processes ...
 
-Per test the server forks the child, waits for it with the wall-clock limit (``pidfd`` + ``poll``), kills it on
-timeout, then kills and reaps everything the run left (the per-run pid namespace dies with its init; the
-process group, the subreaper's adopted orphans and, as root, every process of the run uid are killed too),
-checks that no process of the run is left, and empties the scratch directory.
+Per test the server receives the test's input and output files as open descriptors (``SCM_RIGHTS``; files the
+grader created without a name, so nothing the program does can make the grader open anything else), forks the
+child, waits for it with the wall-clock limit (``pidfd`` + ``poll``), kills it on timeout, then kills and reaps
+everything the run left (the per-run pid namespace dies with its init; the process group, the subreaper's
+adopted orphans and, as root, every process of the run uid are killed too), checks that no process of the run
+is left, and resets the scratch directory (contents, mode, times, extended attributes).
 
 Imports are kept lean on purpose: every module loaded here makes each per-test ``fork`` slower.
 
@@ -17,7 +19,7 @@ Usage (started by the grader, not by hand):
     python -S -c "from reward_fns.sandbox.server import main; main()" --fd FD --work-dir DIR
     python -S -c "from reward_fns.sandbox.server import main; main()" --probe --work-dir DIR
       --fd FD         inherited socket to the grader (length-prefixed marshal messages, ``protocol.py``)
-      --work-dir DIR  the worker's private directory made by ``report.make_work_dir`` (io/, runs/, root/)
+      --work-dir DIR  the worker's private directory made by ``report.make_work_dir`` (runs/, root/)
       --probe         set the sandbox up, print which mechanisms work as JSON, and exit
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import errno
 import fcntl
 import gc
 import json
@@ -32,6 +35,8 @@ import marshal
 import os
 import select
 import signal
+import socket
+import stat
 import sys
 import time
 from typing import Any
@@ -54,50 +59,48 @@ _KILL_ROUNDS = 100
 class Server:
     """The loop inside the worker sandbox: one request -> one isolated child -> one reply."""
 
-    def __init__(self, fd: int, work_dir: str, report: dict[str, Any], run_uid: int | None) -> None:
-        self.fd = fd
-        self.work_dir = work_dir
+    def __init__(self, channel: socket.socket, work_dir: str, report: dict[str, Any], run_uid: int | None) -> None:
+        self.channel = channel
         self.report = report
         self.run_uid = run_uid
-        self.run_dir = os.path.join(work_dir, "runs", "run")
+        self.run_dir = scratch_directory(work_dir, report)
         self.own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY) if report["pid_namespace"] else None
         self.user_namespace = report["pid_namespace"] and not report["running_as_root"]
         self.process_baseline = _processes_already_counted(report)
-        _fresh_scratch(self.run_dir, run_uid)
+        self.reset_scratch()
 
     def serve(self) -> None:
-        protocol.send(self.fd, {"ready": json.dumps(self.report)})
+        protocol.send(self.channel, {"ready": json.dumps(self.report)})
         while True:
             try:
-                request = protocol.receive(self.fd)
+                request, fds = protocol.receive(self.channel)
             except EOFError:
                 return
-            if request.get("op") == "exit":
-                return
             try:
-                reply = self.run(request)
+                if request.get("op") == "exit":
+                    return
+                reply = self.run(request, fds)
             except Exception as exc:  # reported to the grader as an internal error; the server stays usable
                 reply = {"server_error": f"{type(exc).__name__}: {exc}"}
-            protocol.send(self.fd, reply)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            protocol.send(self.channel, reply)
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        io_dir = os.path.join(self.work_dir, "io")
-        stdin_fd = os.open(os.path.join(io_dir, "stdin"), os.O_RDONLY)
-        out_fds = [os.open(os.path.join(io_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                   for name in ("stdout", "stderr", "result")]
+    def run(self, request: dict[str, Any], files: list[int]) -> dict[str, Any]:
+        """Run one test; ``files`` are the test's stdin, stdout, stderr and functional-result files."""
+        if len(files) != 4:
+            raise ValueError(f"a run needs 4 files (stdin, stdout, stderr, result), got {len(files)}")
         ready_read, ready_write = os.pipe()
         started = time.monotonic()
-        pid = self._fork_child(request, [stdin_fd, *out_fds], ready_write)
-        for fd in (stdin_fd, *out_fds, ready_write):
-            os.close(fd)
-        timed_out, status, usage = _wait(pid, started + request["timeout_s"], self.fd)
+        pid = self._fork_child(request, files, ready_write)
+        os.close(ready_write)
+        timed_out, status, usage = _wait(pid, started + request["timeout_s"], self.channel.fileno())
         setup_ok = os.read(ready_read, 1) == SETUP_OK  # read after the exit: one wake-up less per test
         os.close(ready_read)
         wall_s = time.monotonic() - started
         leftovers = self._kill_leftovers(pid)
-        _fresh_scratch(self.run_dir, self.run_uid)  # what the run wrote is gone before the grader hears the result
-        if self.report["mount_namespace"]:
-            _empty_dir("/dev/shm")
+        self.reset_scratch()  # what the run wrote is gone before the grader hears the result
         return {
             "setup_ok": setup_ok,
             "timed_out": timed_out,
@@ -108,6 +111,14 @@ class Server:
             "max_rss_kb": usage.ru_maxrss,
             "leftover_processes": leftovers,
         }
+
+    def reset_scratch(self) -> None:
+        """The scratch directory as the first run found it: on the scratch tmpfs (mount namespace) it is the
+        sticky, world-writable mount root; without one, a 0700 directory owned by the run's uid."""
+        if self.report["mount_namespace"]:
+            reset_directory(self.run_dir, 0o1777, owner=None)
+        else:
+            reset_directory(self.run_dir, 0o700, owner=self.run_uid)
 
     def _fork_child(self, request: dict[str, Any], fds: list[int], ready_write: int) -> int:
         if self.own_pid_ns is not None:
@@ -132,6 +143,7 @@ class Server:
             isolation.isolate_child(self.run_uid, self.run_dir, limits, self.user_namespace)
             isolation.set_dumpable(True)
             harness.reset_interpreter_state(self.run_dir)
+            harness.write_source(request["source"])
             code = marshal.loads(request["code"])
             os.write(4, SETUP_OK)
             os.close(4)
@@ -245,24 +257,36 @@ def _reap_killed(victims: set[int]) -> None:
             time.sleep(0.001)
 
 
-def _fresh_scratch(run_dir: str, run_uid: int | None) -> None:
-    """An empty scratch directory, owned by the run uid, mode 0700: the previous one is kept only if it is a
-    real directory that the last run left empty (saves a mkdir + rmdir per test)."""
-    if os.path.islink(run_dir) or (os.path.lexists(run_dir) and not os.path.isdir(run_dir)):
-        os.unlink(run_dir)
-    elif os.path.isdir(run_dir) and not _is_empty_dir(run_dir):
-        remove_tree(run_dir)
-    if not os.path.isdir(run_dir):
-        os.mkdir(run_dir, 0o700)
-    if run_uid is not None:
-        os.chown(run_dir, run_uid, run_uid)
-    os.chmod(run_dir, 0o700)
+def scratch_directory(work_dir: str, report: dict[str, Any]) -> str:
+    """The run's working directory: the scratch tmpfs inside the minimal root, else ``<work_dir>/runs/run``."""
+    return isolation.SCRATCH_DIR if report["mount_namespace"] else os.path.join(work_dir, "runs", "run")
 
 
-def _is_empty_dir(path: str) -> bool:
+def reset_directory(path: str, mode: int, owner: int | None) -> None:
+    """Empty ``path`` and reset its own metadata (owner, mode, times, extended attributes and ACLs), so that
+    nothing a run left -- not even in the directory's inode -- reaches the next run. Whatever the run left at
+    ``path`` itself (a symbolic link, a file: possible only without a mount namespace) is replaced by a directory;
+    symbolic links are removed, never followed."""
+    if not _is_real_directory(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.mkdir(path, mode)
+    if owner is not None:
+        os.chown(path, owner, owner)
+    os.chmod(path, mode)
+    for name in os.listdir(path):
+        entry = os.path.join(path, name)
+        remove_tree(entry) if _is_real_directory(entry) else os.unlink(entry)
+    os.utime(path, ns=(0, 0))
+    for attribute in os.listxattr(path):
+        with contextlib.suppress(OSError):  # security.* labels are not ours to remove
+            os.removexattr(path, attribute)
+
+
+def _is_real_directory(path: str) -> bool:
     try:
-        return not os.listdir(path)
-    except PermissionError:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
         return False
 
 
@@ -284,20 +308,20 @@ def remove_tree(top: str) -> None:
     os.rmdir(top)
 
 
-def _empty_dir(path: str) -> None:
-    for name in os.listdir(path):
-        target = os.path.join(path, name)
-        if os.path.isdir(target) and not os.path.islink(target):
-            remove_tree(target)
-        else:
-            os.unlink(target)
+CHILD_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+                     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""Every test child's environment, plus ``HOME``/``TMPDIR`` (the scratch directory) and ``PYTHONPATH`` (the
+grader's site-packages, so that ``subprocess``/``multiprocessing`` interpreters import what the program can).
+One thread per numeric library, as on a judge: OpenBLAS starts one thread per core of a 128-core node at
+``import numpy``, which RLIMIT_NPROC and RLIMIT_AS would refuse."""
 
 
 def _use_child_environment(run_dir: str) -> None:
     """The server's environment becomes exactly the one every test child gets (nothing of the grader's)."""
+    checkout = isolation.package_root()
+    site_dirs = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path and path != checkout]
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": run_dir,
-                       "TMPDIR": run_dir, "PYTHONIOENCODING": "utf-8"})
+    os.environ.update(CHILD_ENVIRONMENT | {"HOME": run_dir, "TMPDIR": run_dir, "PYTHONPATH": os.pathsep.join(site_dirs)})
 
 
 def _install_exit_builtins() -> None:
@@ -335,19 +359,26 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> tuple[dict[str, Any]
         fs_available, fs_errors = isolation.setup_worker_filesystem(work_dir, isolation.interpreter_paths())
         available |= fs_available
         errors |= fs_errors
-    return _report_fields(as_root, run_uid, available, errors), run_uid
+    return _report_fields(as_root, run_uid, available, errors, disabled), run_uid
 
 
-def _report_fields(as_root: bool, run_uid: int | None, available: dict[str, bool], errors: dict[str, str]
-                   ) -> dict[str, Any]:
-    """The fields of ``report.IsolationReport`` (built on the grader side)."""
+def _report_fields(as_root: bool, run_uid: int | None, available: dict[str, bool], errors: dict[str, str],
+                   disabled: frozenset[str]) -> dict[str, Any]:
+    """Apply the process-wide mechanisms (seccomp last: it refuses what the others need) and return the fields of
+    ``report.IsolationReport`` (built on the grader side)."""
     fields: dict[str, Any] = {}
-    for name, enable in (("subreaper", isolation.set_child_subreaper), ("no_new_privs", isolation.set_no_new_privs)):
+    for name, enable in (("subreaper", isolation.set_child_subreaper), ("no_new_privs", isolation.set_no_new_privs),
+                         ("session_keyring", isolation.join_new_session_keyring),
+                         ("seccomp", isolation.install_syscall_filter)):
         try:
+            if name in disabled:
+                raise OSError(errno.EPERM, f"disabled by {isolation.DISABLE_ENV}")
             enable()
             fields[name] = True
-        except OSError as exc:
-            fields[name], errors[name] = False, str(exc)
+        except OSError as exc:  # a kernel without keyrings has no keyring to leak: ENOSYS counts as available
+            fields[name] = name == "session_keyring" and exc.errno == errno.ENOSYS
+            if not fields[name]:
+                errors[name] = str(exc)
     isolation.set_dumpable(False)
     fields |= {
         "running_as_root": as_root,
@@ -379,6 +410,7 @@ def _parse_arguments(argv: list[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     """Start a fork server (``--fd``) or report what the sandbox set-up achieves here (``--probe``)."""
     arguments = _parse_arguments(sys.argv[1:] if argv is None else argv)
+    os.umask(0o022)  # not the grader's: with 077 the run uid could not enter the directories made for it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # no parent-death signal here: it fires when the grader *thread*
     # that started us exits (verl's thread pools); the server leaves when its socket to the grader closes instead
     _install_exit_builtins()
@@ -388,7 +420,7 @@ def main(argv: list[str] | None = None) -> None:
     if arguments["probe"]:
         print(json.dumps(report), flush=True)
         return
-    _use_child_environment(os.path.join(arguments["work_dir"], "runs", "run"))
+    _use_child_environment(scratch_directory(arguments["work_dir"], report))
     harness.reopen_std_streams()
     gc.freeze()
-    Server(arguments["fd"], arguments["work_dir"], report, run_uid).serve()
+    Server(socket.socket(fileno=arguments["fd"]), arguments["work_dir"], report, run_uid).serve()
