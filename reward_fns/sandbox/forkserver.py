@@ -52,6 +52,7 @@ class RunOutcome:
 
     setup_ok: bool
     timed_out: bool
+    memory_exceeded: bool
     exit_code: int | None
     signal: int | None
     wall_s: float

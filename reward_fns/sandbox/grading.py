@@ -5,6 +5,8 @@ Verdict of one test (first matching rule wins; the comparison runs here, in the 
 1. the child's isolation set-up failed, or a process of the run survived SIGKILL
                                                                  -> internal_error (not the program's fault)
 2. killed at the wall-clock limit (per test, or what is left of the completion's budget) -> time_limit
+   killed because the run's processes together held more than the memory limit (the server sums them while
+   the run has several)                                          -> memory_limit
 3. stdout or the functional result reached the cap (RLIMIT_FSIZE; CPython ignores SIGXFSZ, so the write fails)
                                                                  -> output_limit
 4. SIGXCPU, or CPU time at the RLIMIT_CPU limit                  -> time_limit
@@ -107,6 +109,8 @@ def _test_verdict(server: ForkServer, outcome: RunOutcome, test: TestCase, confi
     if outcome.timed_out:
         limit = "total time budget" if budget_limited else f"wall limit {config.time_limit_s} s"
         return Verdict.TIME_LIMIT, f"killed at the {limit} ({outcome.wall_s:.2f} s)"
+    if outcome.memory_exceeded:
+        return Verdict.MEMORY_LIMIT, f"the run's processes together held more than {config.memory_limit_mb} MB"
     if max(outcome.stdout_bytes, outcome.result_bytes) > config.output_limit_mb * _MB:
         return Verdict.OUTPUT_LIMIT, f"output exceeded {config.output_limit_mb} MB"
     cpu_limit = config.effective_cpu_time_limit_s

@@ -195,7 +195,8 @@ def isolate_child(run_uid: int | None, run_dir: str, limits: RunLimits, user_nam
     """Run-layer isolation inside the freshly forked test child (order matters: setuid clears pdeathsig).
 
     ``run_uid``: the worker's dedicated uid (grader is root) or None (keep ours). The environment is not set
-    here: the fork server's own environment already is the child's.
+    here: the fork server's own environment already is the child's; neither are ``no_new_privs`` and the seccomp
+    filter, which the child inherits from the server.
     """
     os.setsid()
     if run_uid is not None:
@@ -203,7 +204,6 @@ def isolate_child(run_uid: int | None, run_dir: str, limits: RunLimits, user_nam
         os.setgid(run_uid)
         os.setuid(run_uid)
     set_parent_death_signal()
-    set_no_new_privs()
     if user_namespace:
         drop_capabilities()
     _apply_rlimits(limits)

@@ -39,7 +39,7 @@ import socket
 import stat
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from reward_fns.sandbox import harness, isolation, protocol
 
@@ -54,6 +54,8 @@ SETUP_OK = b"R"
 _SETUP_FAILED_STATUS = 125
 _HIGH_FD = 100
 _KILL_ROUNDS = 100
+MEMORY_SAMPLE_S = 0.05
+"""How often the server sums the memory of a run that has started other processes."""
 
 
 class Server:
@@ -95,20 +97,22 @@ class Server:
         started = time.monotonic()
         pid = self._fork_child(request, files, ready_write)
         os.close(ready_write)
-        timed_out, status, usage = _wait(pid, started + request["timeout_s"], self.channel.fileno())
+        memory_limit = request["limits"]["memory_bytes"]
+        waited = _wait(pid, started + request["timeout_s"], self.channel.fileno(), memory_limit)
         setup_ok = os.read(ready_read, 1) == SETUP_OK  # read after the exit: one wake-up less per test
         os.close(ready_read)
         wall_s = time.monotonic() - started
-        leftovers = self._kill_leftovers(pid)
+        leftovers = 0 if self.own_pid_ns is not None else self._kill_leftovers(pid)
         self.reset_scratch()  # what the run wrote is gone before the grader hears the result
         return {
             "setup_ok": setup_ok,
-            "timed_out": timed_out,
-            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "timed_out": waited.timed_out,
+            "memory_exceeded": waited.memory_exceeded,
+            "exit_code": os.WEXITSTATUS(waited.status) if os.WIFEXITED(waited.status) else None,
+            "signal": os.WTERMSIG(waited.status) if os.WIFSIGNALED(waited.status) else None,
             "wall_s": wall_s,
-            "cpu_s": usage.ru_utime + usage.ru_stime,
-            "max_rss_kb": usage.ru_maxrss,
+            "cpu_s": waited.usage.ru_utime + waited.usage.ru_stime,
+            "max_rss_kb": waited.usage.ru_maxrss,
             "leftover_processes": leftovers,
         }
 
@@ -160,6 +164,8 @@ class Server:
     def _kill_leftovers(self, pid: int) -> int:
         """SIGKILL and reap the run's process group, adopted orphans and (root) every process of the run uid.
 
+        Only without a per-run pid namespace: with one, the kernel has killed and reaped every process of the
+        namespace before its init's exit completed (``zap_pid_ns_processes``), i.e. before ``_wait`` returned.
         Returns how many processes of the run are still alive afterwards (0 unless the kernel refused a kill).
         """
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -176,16 +182,24 @@ class Server:
         return len(victims)
 
     def _run_processes(self) -> set[int]:
-        """Processes of the run still there: adopted orphans, and (root, no pid namespace: the kernel already
-        killed the run's namespace with its init otherwise) every process of the run uid."""
+        """Processes of the run still there: adopted orphans, and (root) every process of the run uid."""
         victims = set(_own_children())
-        if self.run_uid is not None and self.own_pid_ns is None:
+        if self.run_uid is not None:
             victims |= set(_processes_of_uid(self.run_uid))
         return victims
 
 
-def _wait(pid: int, deadline: float, grader_fd: int) -> tuple[bool, int, Any]:
-    """Wait for the child until ``deadline`` (monotonic), SIGKILL it then; (timed_out, wait status, rusage).
+class _Wait(NamedTuple):
+    timed_out: bool
+    memory_exceeded: bool
+    status: int
+    usage: Any
+
+
+def _wait(pid: int, deadline: float, grader_fd: int, memory_limit: int) -> _Wait:
+    """Wait for the child until ``deadline`` (monotonic) and SIGKILL it then, or as soon as the run's processes
+    together hold more than ``memory_limit`` bytes (sampled every ``MEMORY_SAMPLE_S``: RLIMIT_AS bounds each
+    process, not their sum).
 
     If the grader goes away meanwhile (its end of the socket closes), the child is killed and the server exits:
     nothing of a run outlives the grader that asked for it.
@@ -194,16 +208,53 @@ def _wait(pid: int, deadline: float, grader_fd: int) -> tuple[bool, int, Any]:
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
     poller.register(grader_fd, select.POLLIN | select.POLLHUP)
-    events = dict(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
-    timed_out = pidfd not in events
-    if timed_out or grader_fd in events:
+    timed_out = memory_exceeded = False
+    while not (events := dict(poller.poll(max(0.0, min(MEMORY_SAMPLE_S, deadline - time.monotonic())) * 1000))):
+        timed_out = time.monotonic() >= deadline
+        memory_exceeded = not timed_out and _run_memory(pid) > memory_limit
+        if timed_out or memory_exceeded:
+            break
+    if timed_out or memory_exceeded or grader_fd in events:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     os.close(pidfd)
     _, status, usage = os.wait4(pid, 0)
     if grader_fd in events and pidfd not in events:
         raise SystemExit("fork server: the grader closed the connection during a run")
-    return timed_out, status, usage
+    return _Wait(timed_out, memory_exceeded, status, usage)
+
+
+def _run_memory(pid: int) -> int:
+    """Bytes the run's processes hold together (proportional set size: a page shared by k processes counts 1/k
+    in each), or 0 while the run is one process (RLIMIT_AS bounds that one)."""
+    processes = _descendants()
+    if len(processes) <= 1:
+        return 0
+    total_kb = 0
+    for process in processes:
+        with contextlib.suppress(OSError, StopIteration):
+            with open(f"/proc/{process}/smaps_rollup") as rollup:
+                total_kb += int(next(line for line in rollup if line.startswith("Pss:")).split()[1])
+    return total_kb * 1024
+
+
+def _descendants() -> list[int]:
+    """Every process below the server: the run's (the server has no other children; orphans of a run without
+    its own pid namespace are adopted by the server, the subreaper)."""
+    found, frontier = [], _children_of(os.getpid())
+    while frontier:
+        found += frontier
+        frontier = [child for parent in frontier for child in _children_of(parent)]
+    return found
+
+
+def _children_of(pid: int) -> list[int]:
+    children = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as handle:
+                children.extend(int(child) for child in handle.read().split())
+    return children
 
 
 def _processes_already_counted(report: dict[str, Any]) -> int:
@@ -222,11 +273,7 @@ def _processes_already_counted(report: dict[str, Any]) -> int:
 
 
 def _own_children() -> list[int]:
-    children = []
-    for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/children") as handle:
-            children.extend(int(pid) for pid in handle.read().split())
-    return children
+    return _children_of(os.getpid())
 
 
 def _processes_of_uid(uid: int) -> list[int]:

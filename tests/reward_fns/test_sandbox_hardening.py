@@ -294,3 +294,29 @@ def test_programs_a_judge_accepts_are_accepted(mode, run_grader_as):
     verdicts = {name: (result["verdict"], result["detail"][-300:])
                 for name, result in zip(FALSE_NEGATIVES, observed["results"], strict=True)}
     assert all(verdict == "accepted" for verdict, _ in verdicts.values()), verdicts
+
+
+SPLIT_MEMORY = """
+import os, time
+children = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(200 << 20)  # each process stays far below its own 256 MB address space
+        block[::4096] = b"x" * len(block[::4096])
+        time.sleep(5)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+print("done")
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_memory_split_over_several_processes_is_memory_limit(mode, run_grader_as):
+    observed = run_grader_as(mode, [_run(SPLIT_MEMORY, [("", "done")]), _run(*PROBE)],
+                             config={"memory_limit_mb": 256, "time_limit_s": 20.0})
+    assert observed["results"][0]["verdict"] == "memory_limit", observed["results"][0]
+    assert "together" in observed["results"][0]["detail"]
+    assert observed["results"][1]["verdict"] == "accepted"
