@@ -18,10 +18,8 @@ Python 3.11 has no ``os.unshare``/``os.setns``/``mount``, so these go through ``
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
-import platform
 import resource
 import sys
 from typing import NamedTuple
@@ -52,7 +50,6 @@ _PR_SET_NO_NEW_PRIVS = 38
 
 _KEYCTL_JOIN_SESSION_KEYRING = 1
 _SYS_MOUNT_SETATTR = 442  # the same number on every architecture (syscalls added after 5.0 share one table)
-_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(platform.machine())
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 SCRATCH_DIR = "/tmp"
@@ -69,7 +66,8 @@ DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/p
                 "stderr": "/proc/self/fd/2", "shm": SCRATCH_DIR}
 """Symbolic links of the minimal ``/dev`` (``open('/dev/stdin')`` is a common judge pattern)."""
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them (no ctypes.util: it
+# imports subprocess, shutil and the compression modules, and every module makes each fork slower)
 _libc.syscall.restype = ctypes.c_long
 
 
@@ -174,11 +172,10 @@ def install_syscall_filter() -> None:
 
 def drop_capabilities() -> None:
     """Empty the effective/permitted/inheritable sets (a user-namespace creator holds every capability there)."""
-    if _SYS_CAPSET is None:
-        raise OSError(errno.ENOSYS, f"capset syscall number unknown on {platform.machine()}")
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
-    _check(_libc.syscall(ctypes.c_long(_SYS_CAPSET), ctypes.byref(header), ctypes.byref(data)), "capset")
+    capset = ctypes.c_long(seccomp.syscall_number("capset"))
+    _check(_libc.syscall(capset, ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
 class RunLimits(NamedTuple):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import platform
+import os
 import struct
 
 # struct seccomp_data (linux/seccomp.h): int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
@@ -43,8 +43,8 @@ _CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x1
 """CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET."""
 
 _ARCHES = {
-    # machine: (AUDIT_ARCH_*, system call numbers by name; arch/x86/entry/syscalls/syscall_64.tbl and
-    # include/uapi/asm-generic/unistd.h)
+    # machine: (AUDIT_ARCH_*, numbers of the system calls the sandbox filters or makes itself;
+    # arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h)
     "x86_64": (0xC000003E, {
         "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "mq_open": 240, "semget": 64,
         "keyctl": 250, "add_key": 248, "request_key": 249, "ptrace": 101, "process_vm_readv": 310,
@@ -53,7 +53,7 @@ _ARCHES = {
         "io_uring_register": 427, "fanotify_init": 300, "syslog": 103, "mount": 165, "umount2": 166,
         "pivot_root": 155, "chroot": 161, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
         "fsmount": 432, "fspick": 433, "mount_setattr": 442, "clone3": 435, "clone": 56, "unshare": 272,
-        "setns": 308,
+        "setns": 308, "capset": 126,
     }),
     "aarch64": (0xC00000B7, {
         "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "mq_open": 180, "semget": 190,
@@ -63,7 +63,7 @@ _ARCHES = {
         "io_uring_register": 427, "fanotify_init": 262, "syslog": 116, "mount": 40, "umount2": 39,
         "pivot_root": 41, "chroot": 51, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
         "fsmount": 432, "fspick": 433, "mount_setattr": 442, "clone3": 435, "clone": 220, "unshare": 97,
-        "setns": 268,
+        "setns": 268, "capset": 91,
     }),
 }
 
@@ -89,14 +89,14 @@ def _statement(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
 
 
 def _arch(machine: str | None) -> tuple[int, dict[str, int]]:
-    machine = machine or platform.machine()
+    machine = machine or os.uname().machine
     if machine not in _ARCHES:
         raise OSError(errno.ENOSYS, f"no seccomp filter for the {machine} architecture (x86_64, aarch64 only)")
     return _ARCHES[machine]
 
 
 def syscall_number(name: str, machine: str | None = None) -> int:
-    """Number of the system call ``name`` (one of those the filter names) on ``machine`` (default: this one)."""
+    """Number of the system call ``name`` (one ``_ARCHES`` lists) on ``machine`` (default: this one)."""
     return _arch(machine)[1][name]
 
 
