@@ -125,15 +125,22 @@ def write_source(source: bytes) -> None:
         os.close(fd)
 
 
-def reset_interpreter_state(run_dir: str) -> None:
-    """Undo what the fork server's own start-up left behind, so the program sees a fresh interpreter."""
+def prepare_fork_server(run_dir: str) -> None:
+    """Make the fork server's interpreter look as every program's should (``python3 solution.py`` in ``run_dir``),
+    once: each child inherits it, and only what differs per child is left to ``reset_interpreter_state``."""
     atexit._clear()
-    random.seed()  # the fork skipped CPython's at-fork hooks, random's reseeding among them
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.argv = [SOURCE_FILE]
     sys.path[0] = run_dir
     sys.setrecursionlimit(1000)
     _set_int_digits(4300)
+    reopen_std_streams()
+
+
+def reset_interpreter_state() -> None:
+    """What differs from the fork server in each child: a fresh ``random`` seed (the fork skipped CPython's
+    at-fork hooks, random's reseeding among them) and Ctrl-C's default handler (the server ignores SIGINT)."""
+    random.seed()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_main_script(code: types.CodeType) -> int:

@@ -146,7 +146,7 @@ class Server:
             limits = limits._replace(processes=limits.processes + self.process_baseline)
             isolation.isolate_child(self.run_uid, self.run_dir, limits, self.user_namespace)
             isolation.set_dumpable(True)
-            harness.reset_interpreter_state(self.run_dir)
+            harness.reset_interpreter_state()
             harness.write_source(request["source"])
             code = marshal.loads(request["code"])
             os.write(4, SETUP_OK)
@@ -467,7 +467,8 @@ def main(argv: list[str] | None = None) -> None:
     if arguments["probe"]:
         print(json.dumps(report), flush=True)
         return
-    _use_child_environment(scratch_directory(arguments["work_dir"], report))
-    harness.reopen_std_streams()
+    run_dir = scratch_directory(arguments["work_dir"], report)
+    _use_child_environment(run_dir)
+    harness.prepare_fork_server(run_dir)
     gc.freeze()
     Server(socket.socket(fileno=arguments["fd"]), arguments["work_dir"], report, run_uid).serve()
