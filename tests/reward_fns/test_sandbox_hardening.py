@@ -320,3 +320,35 @@ def test_memory_split_over_several_processes_is_memory_limit(mode, run_grader_as
     assert observed["results"][0]["verdict"] == "memory_limit", observed["results"][0]
     assert "together" in observed["results"][0]["detail"]
     assert observed["results"][1]["verdict"] == "accepted"
+
+
+REFUSED_WITHOUT_NAMESPACES = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def errno_of(number, *args):
+    return 0 if libc.syscall(number, *args) >= 0 else ctypes.get_errno()
+results = {"keyctl": errno_of(250, 10, -3, b"user", b"nouscoder-grader-key", 0),
+           "add_key": errno_of(248, b"user", b"left-behind", b"x", 1, -4),
+           "shmget": errno_of(29, 0, 1 << 20, 0o1600), "ptrace": errno_of(101, 16, 1, 0, 0),
+           "unshare_user": errno_of(272, 0x10000000)}
+try:
+    os.memfd_create("x")
+    results["memfd_create"] = 0
+except OSError as exc:
+    results["memfd_create"] = exc.errno
+print(results)
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_syscall_filter_holds_on_a_node_without_namespaces(mode, run_grader_as):
+    """seccomp needs no namespace: keyrings, SysV memory, memfd, ptrace, new namespaces stay refused."""
+    disable = "namespaces" if mode == "root" else "user_namespace"
+    secret = secrets.token_hex(16)
+    observed = run_grader_as(mode, [_run(REFUSED_WITHOUT_NAMESPACES, [("", "")], raw=True)],
+                             env={"NOUSCODER_SANDBOX_DISABLE": disable}, grader_key=secret)
+    report = json.loads(observed["report"])
+    assert report["seccomp"] and not report["mount_namespace"], report
+    refused = eval(observed["results"][0]["stdout"])
+    assert refused == {"keyctl": 1, "add_key": 1, "shmget": 12, "ptrace": 1, "unshare_user": 1, "memfd_create": 12}
+    assert observed["keys_after"] == observed["keys_before"] and observed["grader_key_after"] == secret
