@@ -63,7 +63,6 @@ TextSource = str | Callable[[], Iterable[str]]
 """A program's output: the text itself, or a function that returns its text in chunks, afresh on every call."""
 
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_TOKEN_OR_NEWLINE = re.compile(r"\S+|\n")
 _JSON_PLAIN_TOKEN = re.compile(r'[\[\]{}:,]|[^\[\]{}:,"\s]+')
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _JSON_LITERALS = {"true": True, "false": False, "null": None}
@@ -75,7 +74,8 @@ _SLICE_CHARS = 1 << 18
 """Characters tokenised at a time (a few MB of token objects at most)."""
 _JSON_SLICE_CHARS = 1 << 18
 """Characters of JSON text tokenised at a time."""
-_NEWLINE = "\n"
+_LINE_BREAK = "\0"
+_SCAN_STEP = 64
 _NO_MATCH = object()
 
 
@@ -86,7 +86,7 @@ def stdout_matches(actual: TextSource, expected: str, config: GraderConfig) -> b
     if _same_text(chunks(), expected):
         return True
     return _streams_match(_events(chunks()), _events((expected,)),
-                          lambda actual, wanted: _tokens_match(actual, wanted, tolerant, config))
+                          lambda actual, wanted: _tokens_match(actual, wanted, tolerant, config), line_breaks=True)
 
 
 def functional_matches(actual_json: TextSource, expected_json: str, config: GraderConfig) -> bool:
@@ -104,7 +104,7 @@ def functional_matches(actual_json: TextSource, expected_json: str, config: Grad
         return True
     return _streams_match(_json_token_batches(_slices(chunks(), _JSON_SLICE_CHARS)),
                           _json_token_batches(_slices((expected,), _JSON_SLICE_CHARS)),
-                          lambda actual, wanted: _json_tokens_match(actual, wanted, tolerant, config))
+                          lambda actual, wanted: _json_tokens_match(actual, wanted, tolerant, config), line_breaks=False)
 
 
 def _is_tolerant(config: GraderConfig) -> bool:
@@ -140,14 +140,17 @@ def _slices(chunks: Iterable[str], size: int | None = None) -> Iterator[str]:
 
 
 def _events(chunks: Iterable[str]) -> Iterator[list[str]]:
-    """Batches of the text's events: each whitespace-separated token, and ``"\\n"`` for each line break.
+    """Batches of the text's events: each whitespace-separated token (as ``str.split`` cuts them), and
+    ``_LINE_BREAK`` for each ``\\n``; the lines of rule 1 are the runs of tokens between line breaks.
 
-    A token cut by a slice boundary is joined before it is emitted; the lines of rule 1 are the runs of tokens
-    between line breaks (``str.strip``/``str.split`` and ``\\S`` agree on what whitespace is).
+    Each piece is cut by two C passes: ``\\n`` becomes a ``\\0`` token of its own, ``\\0`` already in the text
+    becomes ``\\0\\0`` (both sides alike, so equal tokens stay equal and none equals a line break). A token cut by
+    a slice boundary is joined before it is emitted.
     """
     partial: list[str] = []
     for piece in _slices(chunks):
-        events = _TOKEN_OR_NEWLINE.findall(piece)
+        text = piece.replace(_LINE_BREAK, _LINE_BREAK * 2) if _LINE_BREAK in piece else piece
+        events = text.replace("\n", f" {_LINE_BREAK} ").split()
         if partial and not piece[0].isspace():
             partial.append(events[0])
             if len(events) == 1 and not piece[-1].isspace():
@@ -185,35 +188,49 @@ class _EventReader:
         self.position += count
 
     def skip_line_breaks(self) -> None:
-        while (window := self.window()) and window[0] == _NEWLINE:
-            self.advance(next((i for i, event in enumerate(window) if event != _NEWLINE), len(window)))
+        while (window := self.window()) and window[0] == _LINE_BREAK:
+            self.advance(next((i for i, event in enumerate(window) if event != _LINE_BREAK), len(window)))
 
     def only_line_breaks_left(self) -> bool:
         while window := self.window():
-            if any(event != _NEWLINE for event in window):
+            if any(event != _LINE_BREAK for event in window):
                 return False
             self.advance(len(window))
         return True
 
 
 def _streams_match(actual_batches: Iterator[list[str]], expected_batches: Iterator[list[str]],
-                   tokens_match: Callable[[str, str], bool]) -> bool:
-    """Two event streams match when, leading and trailing line breaks aside, every line break faces a line break
-    and every token a token that ``tokens_match``; runs of identical events are compared as lists (C speed)."""
+                   tokens_match: Callable[[str, str], bool], line_breaks: bool) -> bool:
+    """Two event streams match when every event faces one that ``tokens_match`` (a line break only a line break)
+    and, with ``line_breaks``, leading and trailing line breaks aside; identical runs are skipped by list
+    comparison (C speed)."""
     actual, expected = _EventReader(actual_batches), _EventReader(expected_batches)
-    actual.skip_line_breaks()
-    expected.skip_line_breaks()
+    if line_breaks:
+        actual.skip_line_breaks()
+        expected.skip_line_breaks()
     while (actual_window := actual.window()) and (expected_window := expected.window()):
         count = min(len(actual_window), len(expected_window))
-        if actual_window[:count] != expected_window[:count]:
-            for actual_event, expected_event in zip(actual_window[:count], expected_window[:count], strict=True):
-                if actual_event != expected_event and (
-                    _NEWLINE in (actual_event, expected_event) or not tokens_match(actual_event, expected_event)
-                ):
-                    return False
+        index = 0
+        while (index := _first_difference(actual_window, expected_window, index, count)) < count:
+            actual_event, expected_event = actual_window[index], expected_window[index]
+            if _LINE_BREAK in (actual_event, expected_event) or not tokens_match(actual_event, expected_event):
+                return False
+            index += 1
         actual.advance(count)
         expected.advance(count)
-    return actual.only_line_breaks_left() and expected.only_line_breaks_left()
+    if line_breaks:
+        return actual.only_line_breaks_left() and expected.only_line_breaks_left()
+    return not actual.window() and not expected.window()
+
+
+def _first_difference(actual: list[str], expected: list[str], start: int, stop: int) -> int:
+    """The first index in ``[start, stop)`` where the lists differ (``stop`` if none), ``_SCAN_STEP`` at a time."""
+    while start < stop:
+        end = min(start + _SCAN_STEP, stop)
+        if actual[start:end] != expected[start:end]:
+            return next(index for index in range(start, end) if actual[index] != expected[index])
+        start = end
+    return stop
 
 
 def _tokens_match(actual: str, expected: str, tolerant: bool, config: GraderConfig) -> bool:

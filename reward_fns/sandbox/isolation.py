@@ -221,8 +221,9 @@ def _apply_rlimits(limits: RunLimits) -> None:
 
 
 DISABLE_ENV = "NOUSCODER_SANDBOX_DISABLE"
-"""Comma-separated mechanisms to switch off (``user_namespace``, ``namespaces``, ``root``): simulates a cluster
-node that forbids them, for tests and for hosts where a mechanism misbehaves."""
+"""Comma-separated mechanisms to switch off (``user_namespace``, ``namespaces``, ``root``, ``seccomp``,
+``session_keyring``): simulates a cluster node that forbids them, for tests, benchmarks and hosts where a
+mechanism misbehaves."""
 
 
 DEDICATED_UID_BASE = 1_000_000

@@ -211,7 +211,7 @@ def _wait(pid: int, deadline: float, grader_fd: int, memory_limit: int) -> _Wait
     timed_out = memory_exceeded = False
     while not (events := dict(poller.poll(max(0.0, min(MEMORY_SAMPLE_S, deadline - time.monotonic())) * 1000))):
         timed_out = time.monotonic() >= deadline
-        memory_exceeded = not timed_out and _run_memory(pid) > memory_limit
+        memory_exceeded = not timed_out and run_memory() > memory_limit
         if timed_out or memory_exceeded:
             break
     if timed_out or memory_exceeded or grader_fd in events:
@@ -224,9 +224,10 @@ def _wait(pid: int, deadline: float, grader_fd: int, memory_limit: int) -> _Wait
     return _Wait(timed_out, memory_exceeded, status, usage)
 
 
-def _run_memory(pid: int) -> int:
-    """Bytes the run's processes hold together (proportional set size: a page shared by k processes counts 1/k
-    in each), or 0 while the run is one process (RLIMIT_AS bounds that one)."""
+def run_memory() -> int:
+    """Bytes the processes below this one hold together (proportional set size: a page shared by k processes
+    counts 1/k in each), or 0 while there is at most one (RLIMIT_AS bounds that one). In the fork server: the
+    run's processes."""
     processes = _descendants()
     if len(processes) <= 1:
         return 0

@@ -20,7 +20,7 @@ from reward_fns.types import GraderConfig
 LCB = GraderConfig(compare_mode="lcb")
 TOLERANT = GraderConfig(compare_mode="tolerant", float_rel_tol=1e-3, float_abs_tol=1e-3)
 NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-TOKENS = ["1", "1.0", "01", "-0", "0", "1e3", "1000", "0.5", "0.5004", "YES", "yes", "No", "a", "ab", "x1", "1_0"]
+TOKENS = ["1", "1.0", "01", "-0", "0", "1e3", "1000", "0.5", "0.5004", "YES", "yes", "No", "a", "ab", "x1", "1_0", "\x00", "a\x00"]
 SPACES = [" ", "  ", "\t", "\x0c", "\u3000", "\xa0", "\u2028", "\x85", "\x1f", "\r"]
 BREAKS = ["\n", "\r\n", " \n", "\n\n", "\n \n"]
 
