@@ -1,10 +1,11 @@
 """The recipe's configs grade with the NousCoder limits and strict isolation, through verl's own reward loader.
 
-On a node whose sandbox is incomplete, the reward function verl loads from a composed config refuses to grade
-(the run stops) instead of running model code half-isolated.
+Both reward paths read the one ``reward.custom_reward_function.reward_kwargs``: the default Ray pool
+(``pkg://reward_fns.async_score``, ``pool_*`` keys for the pool, the rest for the grader) and the documented
+switch to grading in verl's reward-loop workers (``pkg://reward_fns.verl_reward``). On a node whose sandbox is
+incomplete both refuse to grade (the run stops) instead of running model code half-isolated.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -13,50 +14,67 @@ import pytest
 from hydra import compose, initialize_config_dir
 from verl.trainer.ppo.reward import get_custom_reward_fn
 
+from reward_fns.ray_pool.config import pool_keys
 from reward_fns.sandbox.isolation import DISABLE_ENV
 from reward_fns.score import grader_config
 from reward_fns.types import GraderConfig
 
-CONFIGS = sorted(path[:-5] for path in os.listdir(os.path.join(os.path.dirname(__file__), "../../configs"))
-                 if path.endswith(".yaml") and not path.startswith("_") and path != "nouscoder_base.yaml")
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs")
+CONFIGS = sorted(name[:-5] for name in os.listdir(CONFIG_DIR)
+                 if name.endswith(".yaml") and not name.startswith("_") and name != "nouscoder_base.yaml")
 PRODUCTION = GraderConfig(time_limit_s=15.0, memory_limit_mb=4096, compare_mode="lcb", isolation="strict")
-GROUND_TRUTH = json.dumps({"tests": [{"input": "2 3\n", "output": "5\n", "testtype": "stdin"}]})
+GROUND_TRUTH = '{"tests": [{"input": "2 3\\n", "output": "5\\n", "testtype": "stdin"}]}'
 RESPONSE = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+SYNC_PATH = "reward.custom_reward_function.path=pkg://reward_fns.verl_reward"
 
 
-def composed(name: str):
-    from recipe.nouscoder.main import config_dir, prepare_config
-
-    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-        config = compose(config_name=name, overrides=["actor_rollout_ref.model.path=/models/any"])
-    prepare_config(config)
-    return config
+def composed(name: str, *overrides: str):
+    with initialize_config_dir(config_dir=os.path.abspath(CONFIG_DIR), version_base=None):
+        return compose(config_name=name, overrides=list(overrides))
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_config_shows_and_uses_the_production_grader_settings(name):
-    config = composed(name)
-    assert grader_config(config.reward.custom_reward_function.reward_kwargs, environ={}) == PRODUCTION
-    reward = get_custom_reward_fn(config)  # verl's loader: the file path, the name, the reward_kwargs
+def test_config_shows_the_production_grader_settings(name):
+    settings = composed(name).reward.custom_reward_function.reward_kwargs
+    grader = {key: value for key, value in settings.items() if key not in pool_keys(settings)}
+    assert grader_config(grader, environ={}) == PRODUCTION
+
+
+def test_the_documented_switch_to_grading_in_verls_workers_uses_the_same_settings():
+    reward = get_custom_reward_fn(composed("dapo_32k", SYNC_PATH))  # verl's loader: path, name, reward_kwargs
     scored = reward(data_source="livecodebench", solution_str=RESPONSE, ground_truth=GROUND_TRUTH)
     assert scored["verdict"] == "accepted" and scored["score"] == 1.0
 
 
 REFUSING_NODE = f"""
-import sys
-sys.path.insert(0, {os.path.dirname(__file__)!r})
-from test_recipe_grader_settings import GROUND_TRUTH, RESPONSE, composed
+import asyncio, sys
+import ray
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from test_recipe_grader_settings import GROUND_TRUTH, RESPONSE, SYNC_PATH, composed
 from verl.trainer.ppo.reward import get_custom_reward_fn
-reward = get_custom_reward_fn(composed("dapo_32k"))
+sync = get_custom_reward_fn(composed("dapo_32k", SYNC_PATH))
 try:
-    reward(data_source="livecodebench", solution_str=RESPONSE, ground_truth=GROUND_TRUTH)
+    sync(data_source="livecodebench", solution_str=RESPONSE, ground_truth=GROUND_TRUTH)
 except Exception as exc:
-    print(type(exc).__name__, exc)
+    print("verl_reward:", type(exc).__name__, exc)
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # workers inherit the disabled namespaces
+pool = get_custom_reward_fn(composed("dapo_32k", "+reward.custom_reward_function.reward_kwargs.pool_workers=1",
+                                     "reward.custom_reward_function.reward_kwargs.pool_reserved_cpus_per_node=0"))
+try:
+    print("async_score: graded", asyncio.run(pool(data_source="livecodebench", solution_str=RESPONSE,
+                                                 ground_truth=GROUND_TRUTH)))
+except Exception as exc:
+    print("async_score:", type(exc).__name__, exc)
+ray.shutdown()
 """
 
 
-def test_on_a_node_without_namespaces_the_configured_reward_refuses_to_grade():
+@pytest.mark.integration
+def test_on_a_node_without_namespaces_both_reward_paths_refuse_to_grade():
     completed = subprocess.run([sys.executable, "-c", REFUSING_NODE], capture_output=True, text=True, check=True,
                                env={**os.environ, DISABLE_ENV: "namespaces"}, timeout=300)
-    assert completed.stdout.startswith("IsolationUnavailableError isolation='strict'"), completed.stdout
-    assert "network_namespace" in completed.stdout
+    lines = completed.stdout.splitlines()
+    assert lines[0].startswith("verl_reward: IsolationUnavailableError isolation='strict'"), completed.stdout
+    pool_line = next(line for line in lines if line.startswith("async_score:"))  # the first completion stops it
+    assert pool_line.startswith("async_score: RayTaskError(RuntimeError)"), completed.stdout
+    assert "sandbox workers refuse to start" in completed.stdout and "IsolationUnavailableError" in completed.stdout
