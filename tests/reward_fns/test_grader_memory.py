@@ -12,6 +12,8 @@ import pytest
 
 from reward_fns.types import Verdict
 
+pytestmark = pytest.mark.integration  # whole graders in subprocesses
+
 RSS_LIMIT_MB = 256
 
 _GRADE_SCRIPT = """

@@ -21,6 +21,8 @@ import pytest
 
 from reward_fns.sandbox.isolation import DEVICE_LINKS, DEVICES, SCRATCH_SIZE
 
+pytestmark = pytest.mark.integration  # whole graders in subprocesses
+
 MODES = ["root", "user"]
 PROBE = ("print(input())", [("ping", "ping")])
 """A harmless completion graded after the hostile ones: the server must still grade it correctly."""
