@@ -198,9 +198,6 @@ class ForkServer:
             return files.read_text(files.stdout)
         return os.pread(files.stdout, limit_bytes, 0).decode("utf-8", errors="replace")
 
-    def read_result(self) -> str:
-        return self._last_files().read_text(self.files.result)
-
     def stderr_tail(self) -> str:
         files = self._last_files()
         return files.read_text(files.stderr, max(0, files.size(files.stderr) - _STDERR_TAIL_BYTES))

@@ -6,6 +6,7 @@ switch to grading in verl's reward-loop workers (``pkg://reward_fns.verl_reward`
 incomplete both refuse to grade (the run stops) instead of running model code half-isolated.
 """
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -22,7 +23,9 @@ from reward_fns.types import GraderConfig
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs")
 CONFIGS = sorted(name[:-5] for name in os.listdir(CONFIG_DIR)
                  if name.endswith(".yaml") and not name.startswith("_") and name != "nouscoder_base.yaml")
-PRODUCTION = GraderConfig(time_limit_s=15.0, memory_limit_mb=4096, compare_mode="lcb", isolation="strict")
+PRODUCTION = GraderConfig(time_limit_s=15.0, memory_limit_mb=4096, isolation="strict")
+"""The NousCoder limits with strict isolation; the compare mode is each config's own (tolerant for training, lcb for
+LiveCodeBench evaluation), and shown in it."""
 GROUND_TRUTH = '{"tests": [{"input": "2 3\\n", "output": "5\\n", "testtype": "stdin"}]}'
 RESPONSE = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
 SYNC_PATH = "reward.custom_reward_function.path=pkg://reward_fns.verl_reward"
@@ -37,7 +40,8 @@ def composed(name: str, *overrides: str):
 def test_config_shows_the_production_grader_settings(name):
     settings = composed(name).reward.custom_reward_function.reward_kwargs
     grader = {key: value for key, value in settings.items() if key not in pool_keys(settings)}
-    assert grader_config(grader, environ={}) == PRODUCTION
+    assert {"time_limit_s", "memory_limit_mb", "compare_mode", "isolation"} <= set(grader), sorted(grader)
+    assert grader_config(grader, environ={}) == dataclasses.replace(PRODUCTION, compare_mode=grader["compare_mode"])
 
 
 def test_the_documented_switch_to_grading_in_verls_workers_uses_the_same_settings():
