@@ -53,8 +53,11 @@ _SYS_MOUNT_SETATTR = 442  # the same number on every architecture (syscalls adde
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 SCRATCH_DIR = "/tmp"
-"""Inside the minimal root: the run's working directory, ``HOME`` and ``TMPDIR``, and the target of ``/dev/shm``
-(POSIX semaphores and shared memory of ``multiprocessing``). A tmpfs emptied after every test."""
+"""Inside the minimal root: a tmpfs emptied after every test; ``TMPDIR``, and the target of ``/dev/shm`` (POSIX
+semaphores and shared memory of ``multiprocessing``)."""
+WORK_DIR = SCRATCH_DIR + "/work"
+"""Inside the minimal root: the run's working directory and ``HOME`` (its ``solution.py``), made afresh in the
+scratch tmpfs for every test."""
 SCRATCH_SIZE = "256m"
 """Size of the scratch tmpfs: tmpfs pages are not in RLIMIT_AS, so this caps the memory a run can park in files
 (each file is also capped by RLIMIT_FSIZE); a write past it fails with ENOSPC, graded ``memory_limit``."""

@@ -117,10 +117,14 @@ class Server:
         }
 
     def reset_scratch(self) -> None:
-        """The scratch directory as the first run found it: on the scratch tmpfs (mount namespace) it is the
-        sticky, world-writable mount root; without one, a 0700 directory owned by the run's uid."""
+        """The scratch as the first run found it: with a mount namespace, the scratch tmpfs's root (sticky,
+        world-writable) emptied and a new working directory in it; without, a 0700 directory; both owned by the
+        run's uid."""
         if self.report["mount_namespace"]:
-            reset_directory(self.run_dir, 0o1777, owner=None)
+            reset_directory(isolation.SCRATCH_DIR, 0o1777, owner=None)
+            os.mkdir(self.run_dir, 0o700)
+            if self.run_uid is not None:
+                os.chown(self.run_dir, self.run_uid, self.run_uid)
         else:
             reset_directory(self.run_dir, 0o700, owner=self.run_uid)
 
@@ -306,8 +310,9 @@ def _reap_killed(victims: set[int]) -> None:
 
 
 def scratch_directory(work_dir: str, report: dict[str, Any]) -> str:
-    """The run's working directory: the scratch tmpfs inside the minimal root, else ``<work_dir>/runs/run``."""
-    return isolation.SCRATCH_DIR if report["mount_namespace"] else os.path.join(work_dir, "runs", "run")
+    """The run's working directory: ``WORK_DIR`` in the scratch tmpfs of the minimal root, else
+    ``<work_dir>/runs/run``."""
+    return isolation.WORK_DIR if report["mount_namespace"] else os.path.join(work_dir, "runs", "run")
 
 
 def reset_directory(path: str, mode: int, owner: int | None) -> None:
@@ -358,18 +363,21 @@ def remove_tree(top: str) -> None:
 
 CHILD_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
                      "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-"""Every test child's environment, plus ``HOME``/``TMPDIR`` (the scratch directory) and ``PYTHONPATH`` (the
-grader's site-packages, so that ``subprocess``/``multiprocessing`` interpreters import what the program can).
+"""Every test child's environment, plus ``HOME`` (the working directory), ``TMPDIR`` (the scratch tmpfs, else the
+working directory) and ``PYTHONPATH`` (the grader's site-packages, so that ``subprocess``/``multiprocessing``
+interpreters import what the program can).
 One thread per numeric library, as on a judge: OpenBLAS starts one thread per core of a 128-core node at
 ``import numpy``, which RLIMIT_NPROC and RLIMIT_AS would refuse."""
 
 
-def _use_child_environment(run_dir: str) -> None:
+def _use_child_environment(run_dir: str, report: dict[str, Any]) -> None:
     """The server's environment becomes exactly the one every test child gets (nothing of the grader's)."""
     checkout = isolation.package_root()
     site_dirs = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path and path != checkout]
+    temporary = isolation.SCRATCH_DIR if report["mount_namespace"] else run_dir
     os.environ.clear()
-    os.environ.update(CHILD_ENVIRONMENT | {"HOME": run_dir, "TMPDIR": run_dir, "PYTHONPATH": os.pathsep.join(site_dirs)})
+    os.environ.update(CHILD_ENVIRONMENT | {"HOME": run_dir, "TMPDIR": temporary,
+                                           "PYTHONPATH": os.pathsep.join(site_dirs)})
 
 
 def _install_exit_builtins() -> None:
@@ -469,7 +477,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(report), flush=True)
         return
     run_dir = scratch_directory(arguments["work_dir"], report)
-    _use_child_environment(run_dir)
+    _use_child_environment(run_dir, report)
     harness.prepare_fork_server(run_dir)
     gc.freeze()
     Server(socket.socket(fileno=arguments["fd"]), arguments["work_dir"], report, run_uid).serve()

@@ -118,13 +118,15 @@ for path in ("/tmp/left-behind", "/dev/shm/left-behind", "left-behind", "/tmp/di
         done[path] = "written"
     except OSError as exc:
         done[path] = exc.errno
-for name, action in (("xattr", lambda: os.setxattr(".", "user.left", b"x")),
-                     ("utime", lambda: os.utime(".", (12345, 12345))), ("chmod", lambda: os.chmod(".", 0o700))):
-    try:
-        action()
-        done[name] = "done"
-    except OSError as exc:
-        done[name] = exc.errno
+for directory in (".", "/tmp"):  # the working directory and the scratch tmpfs's root
+    for name, action in (("xattr", lambda: os.setxattr(directory, "user.left", b"x")),
+                         ("utime", lambda: os.utime(directory, (12345, 12345))),
+                         ("chmod", lambda: os.chmod(directory, 0o700))):
+        try:
+            action()
+            done[f"{name} {directory}"] = "done"
+        except OSError as exc:
+            done[f"{name} {directory}"] = exc.errno
 print(done)
 """
 
@@ -141,13 +143,12 @@ if libc.syscall(240, b"left-behind", os.O_RDWR, 0, None) >= 0:
 for ring in (-3, -4, -5, -2):
     if libc.syscall(250, 10, ring, b"user", b"left-behind", 0) > 0:
         left.append(("key", ring))
-if sorted(os.listdir(".")) != ["solution.py"] or sorted(os.listdir("/dev/shm")) != ["solution.py"]:
+if sorted(os.listdir(".")) != ["solution.py"] or sorted(os.listdir("/dev/shm")) != ["work"]:
     left.append(("files", os.listdir("."), os.listdir("/dev/shm")))
-if os.path.exists("/tmp/left-behind"):
-    left.append("/tmp")
-info = os.stat(".")
-if int(info.st_mtime) == 12345 or os.listxattr(".") or stat.S_IMODE(info.st_mode) == 0o700:
-    left.append(("metadata", info.st_mtime, os.listxattr("."), oct(info.st_mode)))
+for directory, mode in ((".", 0o700), ("/tmp", 0o1777)):
+    info = os.stat(directory)
+    if int(info.st_mtime) == 12345 or os.listxattr(directory) or stat.S_IMODE(info.st_mode) != mode:
+        left.append(("metadata", directory, info.st_mtime, os.listxattr(directory), oct(info.st_mode)))
 print(left or "clean")
 """
 
