@@ -4,14 +4,17 @@ Workloads (both graders in the same run, same stop-at-first-failure rule, same o
 
 * synthetic: many problems with ~7 quick stdin tests each, half of the completions wrong (wrong answer on a
   random test, or a crash);
-* per-test overhead: one trivial program graded repeatedly on one warm server, sequentially;
+* per-test overhead: one trivial program graded repeatedly on one warm server, sequentially, with full isolation,
+  without the seccomp filter and without namespaces (``NOUSCODER_SANDBOX_DISABLE``), against a fresh ``python3``;
+* what the per-test mechanisms of the sandbox cost, each timed on its own code path: the nameless test files,
+  the program's source file, the scratch reset, one memory sample of a multi-process run, the streamed comparison;
 * the bundled sample (``data_prep.sample``), when present: the pool grades every solution (verdicts checked
   against the expected ones); then both graders grade the stdin solutions whose verdict is accepted, wrong
   answer or runtime error (hostile, memory- or output-hungry programs have no business running without a
   sandbox, and a time-limit program costs the full limit in any grader, which says nothing about the grader).
 
-Prints tests/second for each grader, their ratio (issue 3 target: >= 8x with full isolation), whether the
-verdicts are identical, and the per-test overhead in ms (target: < 3 ms).
+Prints tests/second for each grader, their ratio (target: 15x with full isolation; never below the 9-11x of the
+first sandbox on a 2-core machine), whether the verdicts are identical, and the per-test overhead in ms.
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ from tqdm import tqdm
 from data_prep.sample import load_problems, load_solutions
 from reward_fns.compare import stdout_matches
 from reward_fns.sandbox import GraderPool, probe_isolation
-from reward_fns.sandbox.forkserver import ForkServer
+from reward_fns.sandbox.forkserver import ForkServer, RunFiles
 from reward_fns.sandbox.grading import compile_program, run_limits
+from reward_fns.sandbox.harness import write_source
+from reward_fns.sandbox.isolation import DISABLE_ENV
+from reward_fns.sandbox.server import reset_directory, run_memory
 from reward_fns.types import GraderConfig, GradeResult, Problem, TestCase, Verdict
 
 
@@ -140,7 +146,7 @@ def report_pair(label: str, pool: tuple[list[GradeResult], float], baseline: tup
     print(f"{label}: {len(pool_results)} completions, {sum(map(tests_run, pool_results))} tests run")
     print(f"  sandbox pool      {pool_rate:9.1f} tests/s  ({pool_s:.1f} s)")
     print(f"  python3 per test  {base_rate:9.1f} tests/s  ({base_s:.1f} s)")
-    print(f"  ratio             {pool_rate / base_rate:9.1f}x   (target >= 8x)   identical verdicts: {same}")
+    print(f"  ratio             {pool_rate / base_rate:9.1f}x   (target 15x)   identical verdicts: {same}")
 
 
 def _server_cpu_s(server: ForkServer) -> float:
@@ -153,39 +159,107 @@ def _server_cpu_s(server: ForkServer) -> float:
     return total
 
 
-def per_test_overhead_ms(repeats: int) -> dict[str, float]:
-    """Wall and CPU ms per test of a trivial program: warm server (sequential) vs a fresh python3 process.
+def server_overhead_ms(repeats: int, disable: str = "") -> tuple[float, float]:
+    """(wall, CPU) ms per test of a trivial program on one warm server, ``disable``: mechanisms switched off.
 
-    CPU is summed over every process involved (grader, server, child; grader and interpreter for the baseline),
-    which a loaded machine distorts much less than wall time.
+    CPU is summed over every process involved (grader, server, child), which a loaded machine distorts much less
+    than wall time.
     """
     config = GraderConfig()
-    server = ForkServer()
+    previous = os.environ.pop(DISABLE_ENV, None)
+    if disable:
+        os.environ[DISABLE_ENV] = disable
+    try:
+        server_process = ForkServer()
+    finally:
+        os.environ.pop(DISABLE_ENV, None)
+        if previous is not None:
+            os.environ[DISABLE_ENV] = previous
     try:
         code = compile_program("print(input())")
         limits = run_limits(config, 128)
-        server.run(code, "1\n", "stdin", None, limits, 10.0)
-        wall, grader_cpu, server_cpu = time.perf_counter(), time.process_time(), _server_cpu_s(server)
+        server_process.run(code, "1\n", "stdin", None, limits, 10.0)
+        wall, grader_cpu, server_cpu = time.perf_counter(), time.process_time(), _server_cpu_s(server_process)
         for _ in range(repeats):
-            server.run(code, "1\n", "stdin", None, limits, 10.0)
-            stdout_matches(server.read_stdout(), "1", config)
-        figures = {
-            "server_wall": (time.perf_counter() - wall) / repeats * 1000,
-            "server_cpu": (time.process_time() - grader_cpu + _server_cpu_s(server) - server_cpu) / repeats * 1000,
-        }
+            server_process.run(code, "1\n", "stdin", None, limits, 10.0)
+            stdout_matches(server_process.stdout_chunks, "1", config)
+        cpu = time.process_time() - grader_cpu + _server_cpu_s(server_process) - server_cpu
+        return (time.perf_counter() - wall) / repeats * 1000, cpu / repeats * 1000
     finally:
-        server.close()
-    baseline_repeats = max(5, repeats // 20)
+        server_process.close()
+
+
+def python3_overhead_ms(repeats: int) -> tuple[float, float]:
+    """(wall, CPU) ms of a fresh ``python3 -c 'print(input())'`` (what a process-per-test grader pays)."""
     wall, grader_cpu = time.perf_counter(), time.process_time()
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    for _ in range(baseline_repeats):
+    for _ in range(repeats):
         subprocess.run([sys.executable, "-c", "print(input())"], input=b"1\n", capture_output=True, check=True)
     children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     children_cpu = (children_after.ru_utime + children_after.ru_stime
                     - children_before.ru_utime - children_before.ru_stime)
-    figures["python3_wall"] = (time.perf_counter() - wall) / baseline_repeats * 1000
-    figures["python3_cpu"] = (time.process_time() - grader_cpu + children_cpu) / baseline_repeats * 1000
-    return figures
+    return (time.perf_counter() - wall) / repeats * 1000, (time.process_time() - grader_cpu + children_cpu) / repeats * 1000
+
+
+def _microseconds(action, repeats: int) -> float:
+    """CPU microseconds of this thread per call of ``action`` (less distorted by other jobs than wall time)."""
+    started = time.thread_time()
+    for _ in range(repeats):
+        action()
+    return (time.thread_time() - started) / repeats * 1e6
+
+
+def mechanism_costs_us(repeats: int) -> dict[str, float]:
+    """CPU microseconds per test of each per-test mechanism, timed on its own code path in this process."""
+    costs = {}
+
+    def test_files() -> None:
+        files = RunFiles("1\n")
+        "".join(files.text_chunks(files.stdout))
+        files.close()
+
+    costs["nameless test files (4 memfds, input written and sealed, stdout read back; grader)"] = _microseconds(
+        test_files, repeats)
+    scratch = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    try:
+        def source_and_reset() -> None:
+            os.chdir(scratch)
+            write_source(b"print(input())\n")
+            os.chdir("/")
+            reset_directory(scratch, 0o1777, owner=None)
+
+        costs["source file written by the child + scratch reset by the server (tmpfs)"] = _microseconds(
+            source_and_reset, repeats)
+    finally:
+        os.chdir("/")
+        os.rmdir(scratch)
+    sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
+    try:  # the benchmark's own process tree stands in for a run with several processes
+        costs["one memory sample of a run with 3 processes (server, every 50 ms)"] = _microseconds(
+            run_memory, max(1, repeats // 10))
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+    expected = "\n".join(str(number) for number in range(1000))
+    costs["streamed comparison of a 1,000-line output (grader)"] = _microseconds(
+        lambda: stdout_matches(expected + "\n", expected, GraderConfig()), repeats)
+    costs["... the same output with one different line at the end"] = _microseconds(
+        lambda: stdout_matches(expected + "0", expected, GraderConfig()), repeats)
+    return costs
+
+
+def report_overheads(repeats: int) -> None:
+    print("per-test overhead of a trivial program (sequential, warm server; wall / CPU of every process involved):")
+    for label, disable in (("full isolation", ""), ("without the seccomp filter", "seccomp"),
+                           ("without namespaces (isolation=none)", "namespaces")):
+        wall_ms, cpu_ms = server_overhead_ms(repeats, disable)
+        print(f"  {label:38s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
+    wall_ms, cpu_ms = python3_overhead_ms(max(5, repeats // 20))
+    print(f"  {'fresh python3 per test':38s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
+    print("what each per-test mechanism costs (its own code path, timed alone; CPU time):")
+    for label, microseconds in mechanism_costs_us(repeats).items():
+        print(f"  {microseconds:8.1f} us  {label}")
 
 
 _BASELINE_VERDICTS = (Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.RUNTIME_ERROR)
@@ -241,10 +315,7 @@ def main(argv: Iterable[str] | None = None) -> None:
     config = GraderConfig()
     compare_interleaved(jobs, args.workers, args.baseline_threads, config,
                         f"synthetic ({args.problems} problems x {args.tests} tests, half wrong)", args.chunks)
-    overhead = per_test_overhead_ms(args.overhead_repeats)
-    print("per-test overhead of a trivial program (sequential; target < 3 ms):")
-    print(f"  warm fork server  {overhead['server_wall']:6.2f} ms wall  {overhead['server_cpu']:6.2f} ms CPU")
-    print(f"  fresh python3     {overhead['python3_wall']:6.2f} ms wall  {overhead['python3_cpu']:6.2f} ms CPU")
+    report_overheads(args.overhead_repeats)
     if not args.no_sample:
         run_sample(args.workers, args.baseline_threads, args.chunks)
 

@@ -287,6 +287,7 @@ main() {
   export_training_env
   detect_head_network
   log "nodes (${#NODES[@]}): ${NODES[*]}; $GPUS_PER_NODE GPU(s) per node; head ${NODES[0]} at $HEAD_IP on $HEAD_IFACE"
+  check_sandbox_isolation "$LOG_DIR"
   arm_stop_trap
   start_ray_cluster "$LOG_DIR"
   for stage in $STAGES; do

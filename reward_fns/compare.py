@@ -31,13 +31,21 @@ Rejected in both modes (the false positives of the public evaluators this replac
 8. An empty output never matches a non-empty expected output.
 
 Functional tests (``functional_matches``) compare JSON values produced by the harness outside the program's
-control (tuples are already lists, so tuples and lists compare equal at every depth):
+control (tuples are already lists, so tuples and lists compare equal at every depth; object keys in sorted order):
 
 9. Same JSON type at every depth: lists element-wise with equal length, objects with equal key sets, strings
    exactly, ``null`` only to ``null``. Booleans only equal booleans (``true`` != ``1``, unlike Python's
    ``True == 1`` in LiveCodeBench's ``==``), numbers compare by value (``1`` == ``1.0``).
 10. ``tolerant`` adds rule 5 for every number inside nested lists/objects (expected float: ``math.isclose``;
     expected integer: exact). Strings are not case-folded: a function returns a value, not a judge's message.
+11. Text that is not JSON, or an object whose keys are not in sorted order (only a program writing its own
+    result file could produce either), matches nothing. Integers of any length are compared exactly (Python's
+    4,300-digit conversion limit does not apply to the grader).
+
+Both comparisons stream: the program's output (up to the output cap) is read in slices and never held whole,
+split into one list of lines or parsed into one Python value, so the grader's memory does not grow with it
+(``tests/reward_fns/test_compare_memory.py``). Output that equals the expected text up to trailing whitespace is
+accepted after one pass of plain string comparison.
 """
 
 from __future__ import annotations
@@ -45,47 +53,58 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
 from reward_fns.types import GraderConfig, GroundTruthError
 
+TextSource = str | Callable[[], Iterable[str]]
+"""A program's output: the text itself, or a function that returns its text in chunks, afresh on every call."""
+
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_JSON_PLAIN_TOKEN = re.compile(r'[\[\]{}:,]|[^\[\]{}:,"\s]+')
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_JSON_LITERALS = {"true": True, "false": False, "null": None}
+_JSON_PUNCTUATION = "[]{}:,"
 _YES_NO = frozenset({"yes", "no"})
 _COMPARE_MODES = ("lcb", "tolerant")
 _LARGEST_FLOAT_INT = int(1.7976931348623157e308)
+_SLICE_CHARS = 1 << 18
+"""Characters tokenised at a time (a few MB of token objects at most)."""
+_JSON_SLICE_CHARS = 1 << 18
+"""Characters of JSON text tokenised at a time."""
+_LINE_BREAK = "\0"
+_SCAN_STEP = 64
+_NO_MATCH = object()
 
 
-def stdout_matches(actual: str, expected: str, config: GraderConfig) -> bool:
+def stdout_matches(actual: TextSource, expected: str, config: GraderConfig) -> bool:
     """Whether a stdin test's output matches the expected output (rules 1-8 of the module docstring)."""
     tolerant = _is_tolerant(config)
-    actual, expected = actual.strip(), expected.strip()
-    if actual == expected:
+    chunks = (lambda: (actual,)) if isinstance(actual, str) else actual
+    if _same_text(chunks(), expected):
         return True
-    actual_lines = actual.split("\n")
-    expected_lines = expected.split("\n")
-    if len(actual_lines) != len(expected_lines):
-        return False
-    return all(
-        _lines_match(actual_line.strip(), expected_line.strip(), tolerant, config)
-        for actual_line, expected_line in zip(actual_lines, expected_lines, strict=True)
-    )
+    return _streams_match(_events(chunks()), _events((expected,)),
+                          lambda actual, wanted: _tokens_match(actual, wanted, tolerant, config), line_breaks=True)
 
 
-def functional_matches(actual_json: str, expected_json: str, config: GraderConfig) -> bool:
-    """Whether a functional test's returned value (JSON text) matches the expected JSON value (rules 9-10).
+def functional_matches(actual_json: TextSource, expected_json: str, config: GraderConfig) -> bool:
+    """Whether a functional test's returned value (JSON text) matches the expected JSON value (rules 9-11).
 
     Raises:
         GroundTruthError: ``expected_json`` is not valid JSON (fix the problem's ground truth).
-        ValueError: ``actual_json`` is not valid JSON (a bug in the harness that serialised the result).
     """
     tolerant = _is_tolerant(config)
-    try:
-        expected = json.loads(expected_json)
-    except json.JSONDecodeError as exc:
-        raise GroundTruthError(f"expected output of a functional test is not valid JSON: {exc}") from exc
-    actual = json.loads(actual_json)
-    return _values_match(actual, expected, tolerant, config)
+    expected = _canonical_json(_load_expected_json(expected_json))
+    if expected is None:
+        return False
+    chunks = (lambda: (actual_json,)) if isinstance(actual_json, str) else actual_json
+    if _same_text(chunks(), expected):
+        return True
+    return _streams_match(_json_token_batches(_slices(chunks(), _JSON_SLICE_CHARS)),
+                          _json_token_batches(_slices((expected,), _JSON_SLICE_CHARS)),
+                          lambda actual, wanted: _json_tokens_match(actual, wanted, tolerant, config), line_breaks=False)
 
 
 def _is_tolerant(config: GraderConfig) -> bool:
@@ -94,17 +113,124 @@ def _is_tolerant(config: GraderConfig) -> bool:
     return config.compare_mode == "tolerant"
 
 
-def _lines_match(actual: str, expected: str, tolerant: bool, config: GraderConfig) -> bool:
-    if actual == expected:
+# ---- stdin tests ----
+
+
+def _same_text(chunks: Iterable[str], expected: str) -> bool:
+    """``actual == expected`` up to trailing whitespace on either side, read chunk by chunk (rule 1's common case)."""
+    position = 0
+    for chunk in chunks:
+        if position >= len(expected):
+            if chunk and not chunk.isspace():
+                return False
+            continue
+        segment = expected[position:position + len(chunk)]
+        if segment != chunk and not (chunk.startswith(segment) and chunk[len(segment):].isspace()):
+            return False
+        position += len(segment)
+    return position >= len(expected) or expected[position:].isspace()
+
+
+def _slices(chunks: Iterable[str], size: int | None = None) -> Iterator[str]:
+    """The text of ``chunks`` in pieces of at most ``size`` (default ``_SLICE_CHARS``) characters."""
+    size = size or _SLICE_CHARS
+    for chunk in chunks:
+        for start in range(0, len(chunk), size):
+            yield chunk[start:start + size]
+
+
+def _events(chunks: Iterable[str]) -> Iterator[list[str]]:
+    """Batches of the text's events: each whitespace-separated token (as ``str.split`` cuts them), and
+    ``_LINE_BREAK`` for each ``\\n``; the lines of rule 1 are the runs of tokens between line breaks.
+
+    Each piece is cut by two C passes: ``\\n`` becomes a ``\\0`` token of its own, ``\\0`` already in the text
+    becomes ``\\0\\0`` (both sides alike, so equal tokens stay equal and none equals a line break). A token cut by
+    a slice boundary is joined before it is emitted.
+    """
+    partial: list[str] = []
+    for piece in _slices(chunks):
+        text = piece.replace(_LINE_BREAK, _LINE_BREAK * 2) if _LINE_BREAK in piece else piece
+        events = text.replace("\n", f" {_LINE_BREAK} ").split()
+        if partial and not piece[0].isspace():
+            partial.append(events[0])
+            if len(events) == 1 and not piece[-1].isspace():
+                continue
+            events[0] = "".join(partial)
+            partial = []
+        elif partial:
+            yield ["".join(partial)]
+            partial = []
+        if not piece[-1].isspace():
+            partial = [events.pop()]
+        if events:
+            yield events
+    if partial:
+        yield ["".join(partial)]
+
+
+class _EventReader:
+    """Events of one output, consumed in runs: ``window`` -> the unread part of the current batch."""
+
+    def __init__(self, batches: Iterator[list[str]]) -> None:
+        self.batches = batches
+        self.batch: list[str] = []
+        self.position = 0
+
+    def window(self) -> list[str]:
+        while self.position >= len(self.batch):
+            batch = next(self.batches, None)
+            if batch is None:
+                return []
+            self.batch, self.position = batch, 0
+        return self.batch[self.position:] if self.position else self.batch
+
+    def advance(self, count: int) -> None:
+        self.position += count
+
+    def skip_line_breaks(self) -> None:
+        while (window := self.window()) and window[0] == _LINE_BREAK:
+            self.advance(next((i for i, event in enumerate(window) if event != _LINE_BREAK), len(window)))
+
+    def only_line_breaks_left(self) -> bool:
+        while window := self.window():
+            if any(event != _LINE_BREAK for event in window):
+                return False
+            self.advance(len(window))
         return True
-    actual_tokens = actual.split()
-    expected_tokens = expected.split()
-    if len(actual_tokens) != len(expected_tokens):
-        return False
-    return all(
-        _tokens_match(actual_token, expected_token, tolerant, config)
-        for actual_token, expected_token in zip(actual_tokens, expected_tokens, strict=True)
-    )
+
+
+def _streams_match(actual_batches: Iterator[list[str]], expected_batches: Iterator[list[str]],
+                   tokens_match: Callable[[str, str], bool], line_breaks: bool) -> bool:
+    """Two event streams match when every event faces one that ``tokens_match`` (a line break only a line break)
+    and, with ``line_breaks``, leading and trailing line breaks aside; identical runs are skipped by list
+    comparison (C speed)."""
+    actual, expected = _EventReader(actual_batches), _EventReader(expected_batches)
+    if line_breaks:
+        actual.skip_line_breaks()
+        expected.skip_line_breaks()
+    while (actual_window := actual.window()) and (expected_window := expected.window()):
+        count = min(len(actual_window), len(expected_window))
+        index = 0
+        while (index := _first_difference(actual_window, expected_window, index, count)) < count:
+            actual_event, expected_event = actual_window[index], expected_window[index]
+            if _LINE_BREAK in (actual_event, expected_event) or not tokens_match(actual_event, expected_event):
+                return False
+            index += 1
+        actual.advance(count)
+        expected.advance(count)
+    if line_breaks:
+        return actual.only_line_breaks_left() and expected.only_line_breaks_left()
+    return not actual.window() and not expected.window()
+
+
+def _first_difference(actual: list[str], expected: list[str], start: int, stop: int) -> int:
+    """The first index in ``[start, stop)`` where the lists differ (``stop`` if none), ``_SCAN_STEP`` at a time."""
+    while start < stop:
+        end = min(start + _SCAN_STEP, stop)
+        if actual[start:end] != expected[start:end]:
+            return next(index for index in range(start, end) if actual[index] != expected[index])
+        start = end
+    return stop
 
 
 def _tokens_match(actual: str, expected: str, tolerant: bool, config: GraderConfig) -> bool:
@@ -127,29 +253,158 @@ def _floats_close(actual: float, expected: float, config: GraderConfig) -> bool:
     return math.isclose(actual, expected, rel_tol=config.float_rel_tol, abs_tol=config.float_abs_tol)
 
 
+# ---- functional tests ----
+
+
+def _exact_int(text: str) -> int:
+    """``int(text)`` for a JSON integer of any length (``int`` refuses more than 4,300 digits; ``Decimal`` does
+    not, and turning a ``Decimal`` into an ``int`` converts no string)."""
+    return int(text) if len(text) < 4000 else int(Decimal(text))
+
+
+def _load_expected_json(text: str) -> Any:
+    try:
+        try:
+            return json.loads(text)
+        except ValueError as exc:  # an integer past the conversion limit: parse every integer exactly instead
+            if isinstance(exc, json.JSONDecodeError):
+                raise
+            return json.loads(text, parse_int=_exact_int)
+    except json.JSONDecodeError as exc:
+        raise GroundTruthError(f"expected output of a functional test is not valid JSON: {exc}") from exc
+
+
+def _canonical_json(value: Any) -> str | None:
+    """The text the harness writes for ``value`` (sorted keys, no spaces, ASCII, ``repr`` of numbers); None when
+    ``value`` holds NaN or an infinity, which no returned value can equal."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a non-finite float, or an integer past the conversion limit
+        return _canonical_json_of_long_integers(value)
+
+
+def _canonical_json_of_long_integers(value: Any) -> str | None:
+    """``_canonical_json`` written without ``int.__repr__`` (limited to 4,300 digits): iterative, slower."""
+    pieces: list[str] = []
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, _Text):
+            pieces.append(item)
+        elif isinstance(item, list):
+            pending.append(_Text("]"))
+            for index in range(len(item) - 1, -1, -1):
+                pending += [item[index], _Text(",")] if index else [item[index]]
+            pending.append(_Text("["))
+        elif isinstance(item, dict):
+            pending.append(_Text("}"))
+            keys = sorted(item, reverse=True)
+            for index, key in enumerate(keys):
+                pending += [item[key], _Text(json.dumps(key) + ":")]
+                if index < len(keys) - 1:
+                    pending.append(_Text(","))
+            pending.append(_Text("{"))
+        elif type(item) is int:
+            pieces.append(str(Decimal(item)))
+        elif isinstance(item, float) and not math.isfinite(item):
+            return None
+        else:
+            pieces.append(json.dumps(item))
+    return "".join(pieces)
+
+
+class _Text(str):
+    """Text of the canonical JSON (punctuation, a key) on ``_canonical_json_of_long_integers``'s stack."""
+
+
+def _json_token_batches(pieces: Iterable[str]) -> Iterator[list[str]]:
+    """Batches of JSON tokens (punctuation, whole strings, literals) of the text in ``pieces``.
+
+    A token reaching the end of the text read so far waits for more; while one token stays unfinished, the text
+    is scanned again only once it has doubled (a 50 MB string costs two scans, not one per piece). A string
+    left open at the end of the text becomes ``""``, which matches nothing.
+    """
+    pending: list[str] = []
+    pending_chars = rescan_at = 0
+    for piece in pieces:
+        pending.append(piece)
+        pending_chars += len(piece)
+        if pending_chars < rescan_at:
+            continue
+        buffer = "".join(pending)
+        tokens, position = _scan_json(buffer, final=False)
+        if tokens:
+            yield tokens
+        rest = buffer[position:]
+        pending, pending_chars, rescan_at = [rest], len(rest), 2 * len(rest)
+    tokens, _ = _scan_json("".join(pending), final=True)
+    if tokens:
+        yield tokens
+
+
+def _scan_json(text: str, final: bool) -> tuple[list[str], int]:
+    """(tokens of ``text``, where the unread rest starts): runs without strings are split by one ``findall``."""
+    tokens: list[str] = []
+    position = 0
+    while position < len(text):
+        quote = text.find('"', position)
+        plain_end = len(text) if quote < 0 else quote
+        tokens += _JSON_PLAIN_TOKEN.findall(text, position, plain_end)
+        if quote < 0:
+            if not final and tokens and not text[-1].isspace() and text[-1] not in _JSON_PUNCTUATION:
+                return tokens[:-1], len(text) - len(tokens[-1])  # a literal that may go on in the next piece
+            return tokens, len(text)
+        end = _json_string_end(text, quote)
+        if end is None:
+            return (tokens + [""], len(text)) if final else (tokens, quote)
+        tokens.append(text[quote:end])
+        position = end
+    return tokens, position
+
+
+def _json_string_end(text: str, start: int) -> int | None:
+    """The end of the JSON string opening at ``start``: after the first quote not escaped by a backslash."""
+    search_from = start + 1
+    while (quote := text.find('"', search_from)) >= 0:
+        backslashes = quote
+        while text[backslashes - 1] == "\\":
+            backslashes -= 1
+        if (quote - backslashes) % 2 == 0:
+            return quote + 1
+        search_from = quote + 1
+    return None
+
+
+def _json_tokens_match(actual: str, expected: str, tolerant: bool, config: GraderConfig) -> bool:
+    """Two tokens at the same place of the canonical texts: punctuation identical, scalars equal as values."""
+    if actual == expected:
+        return True
+    actual_value, expected_value = _json_scalar(actual), _json_scalar(expected)
+    if actual_value is _NO_MATCH or expected_value is _NO_MATCH:
+        return False
+    return _scalars_match(actual_value, expected_value, tolerant, config)
+
+
+def _json_scalar(token: str) -> Any:
+    """The value of a string, number or literal token; ``_NO_MATCH`` for punctuation and anything else."""
+    if token.startswith('"'):
+        try:
+            return json.loads(token)
+        except json.JSONDecodeError:
+            return _NO_MATCH
+    if token in _JSON_LITERALS:
+        return _JSON_LITERALS[token]
+    match = _JSON_NUMBER.fullmatch(token)
+    if match is None:
+        return _NO_MATCH
+    return float(token) if match.group(1) or match.group(2) else _exact_int(token)
+
+
 def _to_float(number: int | float) -> float:
     """``float(number)``, but an int beyond the float range becomes +-inf instead of raising OverflowError."""
     if isinstance(number, int) and abs(number) > _LARGEST_FLOAT_INT:
         return math.inf if number > 0 else -math.inf
     return float(number)
-
-
-def _values_match(actual: Any, expected: Any, tolerant: bool, config: GraderConfig) -> bool:
-    """Structural JSON equality (rule 9, plus rule 10 when tolerant), iterative so deep nesting cannot recurse."""
-    pending = [(actual, expected)]
-    while pending:
-        actual_value, expected_value = pending.pop()
-        if isinstance(expected_value, list):
-            if not isinstance(actual_value, list) or len(actual_value) != len(expected_value):
-                return False
-            pending.extend(zip(actual_value, expected_value, strict=True))
-        elif isinstance(expected_value, dict):
-            if not isinstance(actual_value, dict) or actual_value.keys() != expected_value.keys():
-                return False
-            pending.extend((actual_value[key], expected_value[key]) for key in expected_value)
-        elif not _scalars_match(actual_value, expected_value, tolerant, config):
-            return False
-    return True
 
 
 def _scalars_match(actual: Any, expected: Any, tolerant: bool, config: GraderConfig) -> bool:

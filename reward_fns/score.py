@@ -16,6 +16,7 @@ Grader settings (``reward_fns.types.GraderConfig`` fields), first match wins:
 2. environment variables ``REWARD_FNS_<FIELD>`` (e.g. ``REWARD_FNS_TIME_LIMIT_S=10``), which also reach Ray workers
    through ``runtime_env.env_vars``;
 3. the defaults of ``GraderConfig`` (NousCoder limits).
+``pool_*`` keys (settings of the Ray pool path, ``reward_fns.async_score``, in the same ``reward_kwargs``) are ignored.
 ``extra_info`` names the problem in logs and, for a multi-turn trajectory, carries its record: the final program is
 graded instead of the decoded text, with the optional turn penalty (``reward_fns.multi_turn``); ``data_source`` is
 not used (every row is graded as code).
@@ -40,7 +41,7 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 from reward_fns.extract import extract_code
 from reward_fns.multi_turn import response_to_grade, turn_penalty
 from reward_fns.sandbox import grade_program
-from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
+from reward_fns.types import POOL_SETTING_PREFIX, GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,8 @@ def compute_score(
         (tests), ``time_s`` (wall time of grading), ``max_test_time_s`` (slowest test), ``internal_error``
         (bool: the grader or the data failed, not the model), ``ground_truth_error`` (bool: it was the data).
     """
-    config = grader_config({key: value for key, value in kwargs.items() if key not in _VERL_EXTRA_KWARGS})
+    config = grader_config({key: value for key, value in kwargs.items()
+                            if key not in _VERL_EXTRA_KWARGS and not key.startswith(POOL_SETTING_PREFIX)})
     result = grade_response(response_to_grade(solution_str, extra_info), ground_truth, config)
     if result.verdict is Verdict.INTERNAL_ERROR:
         _log_internal_error(result, extra_info)

@@ -22,6 +22,10 @@ BAD_GROUND_TRUTH = "bad ground truth: "
 logger = logging.getLogger(__name__)
 _logged_layouts: set[str] = set()
 
+POOL_SETTING_PREFIX = "pool_"
+"""``reward_kwargs`` keys with this prefix configure the Ray grading pool (``reward_fns/ray_pool/config.py``), not
+the grader: the recipe's configs give both reward paths one ``reward_kwargs``."""
+
 
 class Verdict(StrEnum):
     """Outcome of grading one completion (DESIGN.md "Reward")."""

@@ -5,6 +5,7 @@
 #                             every RAY_JOIN_POLL_S for up to RAY_JOIN_TIMEOUT_S, so a slow head is not a failed job)
 #   ray_node.sh network       print this node's "INTERFACE IP" (NETWORK_INTERFACE / IP_FAMILY apply)
 #   ray_node.sh stop          stop this job's Ray processes here: SIGTERM to `ray start`, SIGKILL after RAY_STOP_GRACE_S
+#   ray_node.sh sandbox-check the grader's isolation probe here (SANDBOX_CHECK_CMD [python -m reward_fns.sandbox])
 # Parameters come from the environment (set by start_ray_cluster), never from the command line, so that
 # no srun or bash command line contains the node's Ray temp dir and `stop` matches Ray's own processes only:
 #   RAY_TMP, RAY_PORT, RAY_HEAD_IP, GPUS_PER_NODE, RAY_NUM_CPUS, RAY_START_ARGS, RAY_HEAD_START_ARGS,
@@ -125,10 +126,18 @@ stop_node() {
   log "node $name: Ray stopped"
 }
 
+sandbox_check() {
+  local -a probe
+  read -ra probe <<<"${SANDBOX_CHECK_CMD:-python -m reward_fns.sandbox}"
+  log "node $NODE_NAME: ${probe[*]}"
+  exec "${probe[@]}"
+}
+
 case "${1:-}" in
   start-head) start_node head ;;
   start-worker) start_node worker ;;
   network) detect_node_network && echo "$NODE_IFACE $NODE_IP" ;;
   stop) stop_node ;;
-  *) die "usage: ray_node.sh start-head|start-worker|network|stop (got '${1:-}')" ;;
+  sandbox-check) sandbox_check ;;
+  *) die "usage: ray_node.sh start-head|start-worker|network|stop|sandbox-check (got '${1:-}')" ;;
 esac

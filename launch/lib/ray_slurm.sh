@@ -22,6 +22,9 @@
 #   NETWORK_INTERFACE    interface for Ray, NCCL and Gloo [the interface of the default route]
 #   IP_FAMILY            4 or 6 [4 when the node has an IPv4 default route, else 6]
 #   RAY_BIN              the ray executable [ray on PATH]
+#   SANDBOX_CHECK        1: before anything trains, run the grader's isolation probe on every node and fail the
+#                        job naming each node where the code sandbox would be incomplete; 0: skip [1]
+#   SANDBOX_CHECK_CMD    the probe, word-split [python -m reward_fns.sandbox]
 #   NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, NCCL_DEBUG, TORCH_NCCL_ASYNC_ERROR_HANDLING, VLLM_USE_V1,
 #   VLLM_ALLOW_LONG_MAX_MODEL_LEN, TOKENIZERS_PARALLELISM, RAY_memory_monitor_refresh_ms, RAY_AUTH_MODE, HYDRA_FULL_ERROR,
 #   PYTHONUNBUFFERED, NOFILE_LIMIT: exported with the defaults in export_training_env unless already set.
@@ -153,6 +156,29 @@ on_node() {
   else
     bash "$RAY_SLURM_LIB_DIR/ray_node.sh" "$action"
   fi
+}
+
+# Runs the grader's isolation probe (SANDBOX_CHECK_CMD, exit 1 when a mechanism is missing) on every node through
+# srun, in parallel. Fails the job naming each node whose sandbox is incomplete -- where a program from the model
+# could escape, and where isolation=strict refuses to grade -- with that node's missing mechanisms.
+check_sandbox_isolation() {
+  local log_dir=$1 i node report=
+  if [[ "${SANDBOX_CHECK:-1}" != 1 ]]; then
+    log "WARNING: sandbox isolation check skipped (SANDBOX_CHECK=${SANDBOX_CHECK}): run it on trusted code only"
+    return 0
+  fi
+  local -a checks=() failed=()
+  for i in "${!NODES[@]}"; do
+    on_node "${NODES[$i]}" sandbox-check >"$log_dir/sandbox_${NODES[$i]}.log" 2>&1 &
+    checks+=("$!")
+  done
+  for i in "${!checks[@]}"; do wait "${checks[$i]}" || failed+=("${NODES[$i]}"); done
+  for node in "${failed[@]}"; do
+    report+=$'\n'"$node ($log_dir/sandbox_$node.log):"$'\n'"$(grep -v '\[ok\]' "$log_dir/sandbox_$node.log" | tail -n 12)"
+  done
+  [[ ${#failed[@]} -eq 0 ]] ||
+    die "sandbox isolation incomplete on node(s) ${failed[*]}: programs under test could escape there (isolation=strict refuses to grade). Enable user namespaces there, or exclude the node (sbatch --exclude).$report"
+  log "sandbox isolation complete on every node (${NODES[*]}); reports in $log_dir/sandbox_<node>.log"
 }
 
 # Sets HEAD_IP and HEAD_IFACE, detected on the head node itself (the launcher may run on a login node).

@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from reward_fns.types import POOL_SETTING_PREFIX
+
 Granularity = Literal["per_rollout", "per_problem", "per_test"]
 Placement = Literal["all_nodes", "cpu_only_nodes"]
 
-KWARG_PREFIX = "pool_"
+KWARG_PREFIX = POOL_SETTING_PREFIX
 ENV_PREFIX = "REWARD_FNS_POOL_"
 
 

@@ -168,6 +168,8 @@ class GradingDispatcher:
                                                           ground_truth_ref, config)
                 executed = tests_executed(result)
         except (_WorkerFailed, PoolExhaustedError) as exc:
+            if self._fatal:  # the workers refused to start (strict isolation): stop the run, not -1 for everyone
+                raise RuntimeError(self._fatal) from exc
             result, executed, regraded = internal_error(f"grading failed twice: {exc}"), 0, True
         self.counters["graded"] += 1
         self.counters["regraded"] += regraded

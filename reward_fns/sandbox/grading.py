@@ -5,13 +5,18 @@ Verdict of one test (first matching rule wins; the comparison runs here, in the 
 1. the child's isolation set-up failed, or a process of the run survived SIGKILL
                                                                  -> internal_error (not the program's fault)
 2. killed at the wall-clock limit (per test, or what is left of the completion's budget) -> time_limit
-3. stdout reached the cap (RLIMIT_FSIZE; CPython ignores SIGXFSZ, so the write fails)     -> output_limit
+   killed because the run's processes together held more than the memory limit (the server sums them while
+   the run has several)                                          -> memory_limit
+3. stdout or the functional result reached the cap (RLIMIT_FSIZE; CPython ignores SIGXFSZ, so the write fails)
+                                                                 -> output_limit
 4. SIGXCPU, or CPU time at the RLIMIT_CPU limit                  -> time_limit
-5. MemoryError / ENOMEM in the stderr tail, peak RSS at the limit, or SIGKILL we did not send (OOM killer)
+5. MemoryError / ENOMEM (also seccomp's answer to memfd, SysV and POSIX shared memory) / ENOSPC (the scratch
+   tmpfs, memory too, is full) in the stderr tail, peak RSS at the limit, or SIGKILL we did not send (OOM killer)
                                                                  -> memory_limit
 6. another signal or a nonzero exit status                       -> runtime_error
 7. stdin test: ``compare.stdout_matches``; functional: ``compare.functional_matches`` on the harness's JSON
-   (an unconvertible result -- custom class, NaN -- is wrong_answer; no result at all is runtime_error)
+   (an unconvertible result -- custom class, NaN -- is wrong_answer; no result at all is runtime_error), both
+   streamed from the output files (the grader never holds a whole output)
 
 A failing result's ``extra`` also holds what the program printed on the failing test, cut to
 ``FAILURE_OUTPUT_CHARS``: ``actual_output`` (the head of its stdout, or the returned value's JSON) for a wrong answer,
@@ -27,22 +32,26 @@ import signal
 import time
 
 from reward_fns import compare
-from reward_fns.sandbox.forkserver import ForkServer, RunOutcome
+from reward_fns.sandbox.forkserver import ForkServer, Program, RunOutcome
+from reward_fns.sandbox.harness import SOURCE_FILE
 from reward_fns.sandbox.isolation import RunLimits
 from reward_fns.types import GraderConfig, GradeResult, Problem, TestCase, Verdict
 
 logger = logging.getLogger(__name__)
 
-_MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "[Errno 12]")
+_MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "[Errno 12]", "No space left on device",
+                         "[Errno 28]")
 _DETAIL_CHARS = 600
 FAILURE_OUTPUT_CHARS = 4096
 _MB = 1 << 20
 
 
-def compile_program(code: str) -> bytes | str:
-    """Marshalled code object of ``code``, or the compile error message (the syntax check happens here)."""
+def compile_program(code: str) -> Program | str:
+    """The program a fork server runs (marshalled code object and source), or the compile error message (the
+    syntax check happens here)."""
     try:
-        return marshal.dumps(compile(code, "solution.py", "exec", dont_inherit=True))
+        compiled = compile(code, SOURCE_FILE, "exec", dont_inherit=True)
+        return Program(marshal.dumps(compiled), code.encode("utf-8", errors="surrogatepass"))
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
         return f"{type(exc).__name__}: {exc}"
 
@@ -100,8 +109,10 @@ def _test_verdict(server: ForkServer, outcome: RunOutcome, test: TestCase, confi
     if outcome.timed_out:
         limit = "total time budget" if budget_limited else f"wall limit {config.time_limit_s} s"
         return Verdict.TIME_LIMIT, f"killed at the {limit} ({outcome.wall_s:.2f} s)"
-    if outcome.stdout_bytes > config.output_limit_mb * _MB:
-        return Verdict.OUTPUT_LIMIT, f"stdout exceeded {config.output_limit_mb} MB"
+    if outcome.memory_exceeded:
+        return Verdict.MEMORY_LIMIT, f"the run's processes together held more than {config.memory_limit_mb} MB"
+    if max(outcome.stdout_bytes, outcome.result_bytes) > config.output_limit_mb * _MB:
+        return Verdict.OUTPUT_LIMIT, f"output exceeded {config.output_limit_mb} MB"
     cpu_limit = config.effective_cpu_time_limit_s
     if outcome.signal == signal.SIGXCPU or outcome.cpu_s >= cpu_limit:
         return Verdict.TIME_LIMIT, f"CPU time {outcome.cpu_s:.2f} s reached the limit {cpu_limit} s"
@@ -114,19 +125,20 @@ def _test_verdict(server: ForkServer, outcome: RunOutcome, test: TestCase, confi
     if outcome.exit_code != 0:
         return Verdict.RUNTIME_ERROR, f"exit status {outcome.exit_code}: {stderr_tail[-_DETAIL_CHARS:]}"
     if test.testtype == "functional":
-        return _functional_verdict(server.read_result(), test, config)
-    if compare.stdout_matches(server.read_stdout(), test.output, config):
+        return _functional_verdict(server, test, config)
+    if compare.stdout_matches(server.stdout_chunks, test.output, config):
         return Verdict.ACCEPTED, ""
     return Verdict.WRONG_ANSWER, "output differs from the expected output"
 
 
-def _functional_verdict(result: str, test: TestCase, config: GraderConfig) -> tuple[Verdict, str]:
-    if result.startswith("OK "):
-        if compare.functional_matches(result[3:], test.output, config):
+def _functional_verdict(server: ForkServer, test: TestCase, config: GraderConfig) -> tuple[Verdict, str]:
+    head = server.result_head(_DETAIL_CHARS)
+    if head.startswith("OK "):
+        if compare.functional_matches(lambda: server.result_chunks(start=3), test.output, config):
             return Verdict.ACCEPTED, ""
         return Verdict.WRONG_ANSWER, "returned value differs from the expected value"
-    if result.startswith("ERR "):
-        return Verdict.WRONG_ANSWER, result[4:]
+    if head.startswith("ERR "):
+        return Verdict.WRONG_ANSWER, head[4:]
     return Verdict.RUNTIME_ERROR, "the program exited before the function returned"
 
 
@@ -145,8 +157,8 @@ def _failure_output(server: ForkServer, test: TestCase, verdict: Verdict) -> dic
     """What the program printed on its failing test (module docstring), cut to ``FAILURE_OUTPUT_CHARS``."""
     if verdict is Verdict.WRONG_ANSWER:
         if test.testtype == "functional":
-            result = server.read_result()
-            return {"actual_output": result[3:FAILURE_OUTPUT_CHARS + 3]} if result.startswith("OK ") else {}
+            result = server.result_head(FAILURE_OUTPUT_CHARS + 3)  # never the whole result: it can be 64 MB
+            return {"actual_output": result[3:]} if result.startswith("OK ") else {}
         return {"actual_output": server.read_stdout(FAILURE_OUTPUT_CHARS)[:FAILURE_OUTPUT_CHARS]}
     if verdict in (Verdict.RUNTIME_ERROR, Verdict.MEMORY_LIMIT):
         return {"stderr_tail": server.stderr_tail()[-FAILURE_OUTPUT_CHARS:]}

@@ -1,15 +1,18 @@
 """The child side: runs the program in the forked, isolated test process as a judge would.
 
 stdin tests: the compiled program runs as a real ``__main__`` script in fresh module globals, with real file
-descriptors 0/1/2 (stdin is the test's input file, stdout and stderr are capped files), and exits the way
-CPython's ``main`` does (``SystemExit`` codes, uncaught exception -> traceback and status 1, non-daemon threads
+descriptors 0/1/2 (stdin is the test's input file, stdout and stderr are capped files) and its source in
+``solution.py`` in the working directory, where ``__file__`` points (``multiprocessing``'s spawn start method
+runs it again from there), and exits the way CPython's ``main`` does (``SystemExit`` codes, uncaught exception -> traceback and status 1, non-daemon threads
 joined, ``atexit`` handlers run, stdout flushed; a failed flush is status 120).
 
-functional tests: the arguments (one JSON value per line on stdin) are parsed *before* the program runs, then
+functional tests: the arguments (one JSON value per line on stdin; lines split on ``\\n`` only, as LiveCodeBench
+does: U+2028 and U+0085 may sit inside a string argument) are parsed *before* the program runs, then
 ``Solution().fn_name(*args)`` (or a top-level ``fn_name``) is called and the result is converted to JSON text by
 ``to_json_text``, which only trusts exact builtin types through references captured at import time (a program
 that monkeypatches ``json`` or ``builtins`` or returns an object with a custom ``__eq__`` changes nothing: the
-grader compares that text against the expected value, which never enters this process).
+grader compares that text against the expected value, which never enters this process). Object keys are
+written in sorted order, so the grader can compare the text as a stream (``compare.functional_matches``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import types
 
 RESULT_FD = 3
 """Functional tests: the harness writes ``OK <json>`` or ``ERR <reason>`` here after the call returns."""
+SOURCE_FILE = "solution.py"
+"""The program's file name: ``__file__``, ``sys.argv[0]``, written to the working directory by ``write_source``."""
 
 MAX_RESULT_DEPTH = 200
 
@@ -39,6 +44,7 @@ _isfinite = math.isfinite
 _encode_string = json.encoder.encode_basestring_ascii
 _json_loads = json.loads
 _str_join = str.join
+_sorted = sorted
 _set_int_digits = sys.set_int_max_str_digits
 _set_recursion_limit = sys.setrecursionlimit
 _os_write, _os_exit = os.write, os._exit
@@ -77,22 +83,24 @@ def _convert(value: object, depth: int) -> str:
     if kind is _list or kind is _tuple:
         return "[" + _str_join(",", [_convert(item, depth + 1) for item in value]) + "]"
     if kind is _dict:
-        return "{" + _str_join(",", [_dict_item(key, item, depth) for key, item in value.items()]) + "}"
+        items = _sorted([_dict_item(key, item, depth) for key, item in value.items()])
+        return "{" + _str_join(",", [text for _, text in items]) + "}"
     numpy = _modules.get("numpy")
     if numpy is not None and _isinstance(value, numpy.generic | numpy.ndarray):
         return _convert(value.tolist(), depth + 1)
     raise UnconvertibleResult(f"result contains a {kind.__module__}.{kind.__qualname__}, not plain JSON data")
 
 
-def _dict_item(key: object, item: object, depth: int) -> str:
+def _dict_item(key: object, item: object, depth: int) -> tuple[str, str]:
+    """(key as a JSON string, value as JSON text): sorted by the key's code points, as the grader walks them."""
     kind = _type(key)
     if kind is _str:
-        text = _encode_string(key)
+        text = key
     elif kind is _int or kind is _bool:
-        text = _encode_string(_convert(key, depth + 1))
+        text = _convert(key, depth + 1)
     else:
         raise UnconvertibleResult(f"result has a dict key of type {kind.__qualname__}")
-    return text + ":" + _convert(item, depth + 1)
+    return text, _encode_string(text) + ":" + _convert(item, depth + 1)
 
 
 def reopen_std_streams() -> None:
@@ -108,22 +116,38 @@ def reopen_std_streams() -> None:
     )
 
 
-def reset_interpreter_state(run_dir: str) -> None:
-    """Undo what the fork server's own start-up left behind, so the program sees a fresh interpreter."""
+def write_source(source: bytes) -> None:
+    """The program's source as ``SOURCE_FILE`` in the working directory (the run's, already the current one)."""
+    fd = os.open(SOURCE_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        _write_all(fd, source)
+    finally:
+        os.close(fd)
+
+
+def prepare_fork_server(run_dir: str) -> None:
+    """Make the fork server's interpreter look as every program's should (``python3 solution.py`` in ``run_dir``),
+    once: each child inherits it, and only what differs per child is left to ``reset_interpreter_state``."""
     atexit._clear()
-    random.seed()  # the fork skipped CPython's at-fork hooks, random's reseeding among them
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.argv = ["solution.py"]
+    sys.argv = [SOURCE_FILE]
     sys.path[0] = run_dir
     sys.setrecursionlimit(1000)
     _set_int_digits(4300)
+    reopen_std_streams()
+
+
+def reset_interpreter_state() -> None:
+    """What differs from the fork server in each child: a fresh ``random`` seed (the fork skipped CPython's
+    at-fork hooks, random's reseeding among them) and Ctrl-C's default handler (the server ignores SIGINT)."""
+    random.seed()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_main_script(code: types.CodeType) -> int:
     """Execute ``code`` as ``__main__`` and return the exit status CPython would return."""
     module = types.ModuleType("__main__")
     module.__dict__["__builtins__"] = builtins
-    module.__dict__["__file__"] = "solution.py"
+    module.__dict__["__file__"] = SOURCE_FILE
     sys.modules["__main__"] = module
     try:
         exec(code, module.__dict__)
@@ -140,7 +164,7 @@ def run_functional(code: types.CodeType, fn_name: str) -> int:
     """Parse the arguments from stdin, run the definitions, call the function, write the result to RESULT_FD."""
     _set_int_digits(0)
     raw = sys.stdin.buffer.read().decode("utf-8")
-    arguments = [_json_loads(line) for line in raw.splitlines() if line.strip()]
+    arguments = [_json_loads(line) for line in raw.split("\n") if line.strip()]
     _set_int_digits(4300)
     module = types.ModuleType("solution")
     module.__dict__["__builtins__"] = builtins

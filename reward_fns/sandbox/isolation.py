@@ -3,10 +3,11 @@
 Two layers (threat model and per-mechanism table: ``reward_fns/README.md``):
 
 * **worker layer**, applied once when a fork server starts (``enter_worker_namespaces`` then
-  ``setup_worker_filesystem``): new network namespace (no interface but a down loopback); new mount namespace
-  in which the server ``chroot``s into a minimal read-only root (system directories, the interpreter, the work
-  directory; private ``/proc``, ``/dev/shm`` and scratch tmpfs); a new pid namespace whose init is the fork
-  server. Unprivileged users get these through a user namespace; root gets them directly.
+  ``setup_worker_filesystem``): new network, IPC and mount namespaces; in the mount namespace the server
+  ``chroot``s into a minimal read-only root (system directories and the interpreter; a private ``/proc``, a
+  minimal ``/dev`` and a size-capped scratch tmpfs on ``/tmp``; nothing of the grader's work directory); a new
+  pid namespace whose init is the fork server. Unprivileged users get these through a user namespace; root gets
+  them directly. Then a fresh session keyring and the seccomp filter (``seccomp.py``).
 * **run layer**, applied in every forked test child (``isolate_child``): a fresh pid namespace per run (the
   child is its init: when it exits the kernel kills every process it started), a new session, a dedicated uid
   when the grader is root, rlimits, ``no_new_privs``, parent-death signal, no capabilities.
@@ -17,13 +18,13 @@ Python 3.11 has no ``os.unshare``/``os.setns``/``mount``, so these go through ``
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
-import platform
 import resource
 import sys
 from typing import NamedTuple
+
+from reward_fns.sandbox import seccomp
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -47,17 +48,29 @@ _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 
+_KEYCTL_JOIN_SESSION_KEYRING = 1
 _SYS_MOUNT_SETATTR = 442  # the same number on every architecture (syscalls added after 5.0 share one table)
-_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}.get(platform.machine())
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
-SHM_SIZE = "64m"
-"""Size of the private ``/dev/shm`` tmpfs of a worker (POSIX semaphores of ``multiprocessing`` live there)."""
+SCRATCH_DIR = "/tmp"
+"""Inside the minimal root: a tmpfs emptied after every test; ``TMPDIR``, and the target of ``/dev/shm`` (POSIX
+semaphores and shared memory of ``multiprocessing``)."""
+WORK_DIR = SCRATCH_DIR + "/work"
+"""Inside the minimal root: the run's working directory and ``HOME`` (its ``solution.py``), made afresh in the
+scratch tmpfs for every test."""
 SCRATCH_SIZE = "256m"
-"""Size of the private tmpfs holding a worker's scratch directory: tmpfs pages are not in RLIMIT_AS, so this caps
-the memory a run can park in files (each file is also capped by RLIMIT_FSIZE)."""
+"""Size of the scratch tmpfs: tmpfs pages are not in RLIMIT_AS, so this caps the memory a run can park in files
+(each file is also capped by RLIMIT_FSIZE); a write past it fails with ENOSPC, graded ``memory_limit``."""
+SCRATCH_INODES = 16384
+"""Files and directories the scratch tmpfs can hold (bounds the server's cleanup after a test)."""
+DEVICES = ("null", "zero", "full", "random", "urandom")
+"""Device nodes of the minimal ``/dev`` (bind mounts of the host's: a user namespace cannot ``mknod``)."""
+DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+                "stderr": "/proc/self/fd/2", "shm": SCRATCH_DIR}
+"""Symbolic links of the minimal ``/dev`` (``open('/dev/stdin')`` is a common judge pattern)."""
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them (no ctypes.util: it
+# imports subprocess, shutil and the compression modules, and every module makes each fork slower)
 _libc.syscall.restype = ctypes.c_long
 
 
@@ -148,13 +161,24 @@ def set_dumpable(dumpable: bool) -> None:
     _prctl(_PR_SET_DUMPABLE, int(dumpable))
 
 
+def join_new_session_keyring() -> None:
+    """A new, empty session keyring (``keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL)``): the grader's session keyring,
+    inherited through fork and exec, is no longer reachable from here or from the test children."""
+    keyctl = ctypes.c_long(seccomp.syscall_number("keyctl"))
+    _check(_libc.syscall(keyctl, ctypes.c_int(_KEYCTL_JOIN_SESSION_KEYRING), None), "keyctl(JOIN_SESSION_KEYRING)")
+
+
+def install_syscall_filter() -> None:
+    """The seccomp filter of ``seccomp.py`` on this process and all it starts (needs ``no_new_privs`` first)."""
+    seccomp.install(_libc)
+
+
 def drop_capabilities() -> None:
     """Empty the effective/permitted/inheritable sets (a user-namespace creator holds every capability there)."""
-    if _SYS_CAPSET is None:
-        raise OSError(errno.ENOSYS, f"capset syscall number unknown on {platform.machine()}")
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
-    _check(_libc.syscall(ctypes.c_long(_SYS_CAPSET), ctypes.byref(header), ctypes.byref(data)), "capset")
+    capset = ctypes.c_long(seccomp.syscall_number("capset"))
+    _check(_libc.syscall(capset, ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
 class RunLimits(NamedTuple):
@@ -171,7 +195,8 @@ def isolate_child(run_uid: int | None, run_dir: str, limits: RunLimits, user_nam
     """Run-layer isolation inside the freshly forked test child (order matters: setuid clears pdeathsig).
 
     ``run_uid``: the worker's dedicated uid (grader is root) or None (keep ours). The environment is not set
-    here: the fork server's own environment already is the child's.
+    here: the fork server's own environment already is the child's; neither are ``no_new_privs`` and the seccomp
+    filter, which the child inherits from the server.
     """
     os.setsid()
     if run_uid is not None:
@@ -179,7 +204,6 @@ def isolate_child(run_uid: int | None, run_dir: str, limits: RunLimits, user_nam
         os.setgid(run_uid)
         os.setuid(run_uid)
     set_parent_death_signal()
-    set_no_new_privs()
     if user_namespace:
         drop_capabilities()
     _apply_rlimits(limits)
@@ -200,8 +224,9 @@ def _apply_rlimits(limits: RunLimits) -> None:
 
 
 DISABLE_ENV = "NOUSCODER_SANDBOX_DISABLE"
-"""Comma-separated mechanisms to switch off (``user_namespace``, ``namespaces``, ``root``): simulates a cluster
-node that forbids them, for tests and for hosts where a mechanism misbehaves."""
+"""Comma-separated mechanisms to switch off (``user_namespace``, ``namespaces``, ``root``, ``seccomp``,
+``session_keyring``): simulates a cluster node that forbids them, for tests, benchmarks and hosts where a
+mechanism misbehaves."""
 
 
 DEDICATED_UID_BASE = 1_000_000
@@ -256,23 +281,24 @@ def enter_worker_namespaces(disabled: frozenset[str]) -> tuple[dict[str, bool], 
     return {"network_namespace": True, "pid_namespace": True, "user_namespace": not as_root}, errors
 
 
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev")
-"""Host paths visible in the sandbox's root besides the interpreter's own directories and the work directory."""
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""Host paths visible in the sandbox's root besides the interpreter's own directories."""
 
 
 def setup_worker_filesystem(work_dir: str, interpreter_paths: list[str]) -> tuple[dict[str, bool], dict[str, str]]:
     """Give the worker (init of its pid namespace, in its own mount namespace) a minimal read-only root.
 
-    The new root is a tmpfs holding bind mounts of ``SYSTEM_PATHS``, the interpreter's directories and the work
-    directory, a private ``/proc``, a private ``/dev/shm`` and an empty ``/tmp``; everything is read-only except
-    the work directory, whose ``runs/`` (scratch) is a private tmpfs. The server ``chroot``s into it: home
-    directories, datasets (the hidden tests!) and the rest of the host are simply not there.
+    The new root is a tmpfs (mounted on ``<work_dir>/root``) holding read-only bind mounts of ``SYSTEM_PATHS`` and
+    the interpreter's directories, a private ``/proc``, a minimal ``/dev`` (``DEVICES``, ``DEVICE_LINKS``) and the
+    scratch tmpfs on ``SCRATCH_DIR``, the only writable place. The server ``chroot``s into it: home directories,
+    datasets (the hidden tests!), the grader's work directory, the host's ``/dev`` (terminals included) and the
+    rest of the host are simply not there.
     """
     new_root = os.path.join(work_dir, "root")
     try:
         _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
         _mount("tmpfs", new_root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
-        _populate_root(new_root, work_dir, interpreter_paths)
+        _populate_root(new_root, interpreter_paths)
     except OSError as exc:
         return {}, {"mount_namespace": str(exc), "private_proc": "no minimal root to mount it in"}
     available, errors = {"private_proc": True}, {}
@@ -282,11 +308,8 @@ def setup_worker_filesystem(work_dir: str, interpreter_paths: list[str]) -> tupl
         available["private_proc"], errors["private_proc"] = False, str(exc)
     try:
         _mount_setattr(new_root, recursive=True, attr_set=_MOUNT_ATTR_RDONLY)
-        _mount_setattr(new_root + work_dir, recursive=False, attr_clr=_MOUNT_ATTR_RDONLY)
-        scratch = new_root + os.path.join(work_dir, "runs")
-        _mount("tmpfs", scratch, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={SCRATCH_SIZE},mode=711")
-        if os.path.isdir(new_root + "/dev/shm"):
-            _mount("tmpfs", new_root + "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={SHM_SIZE},mode=1777")
+        _mount("tmpfs", new_root + SCRATCH_DIR, "tmpfs", _MS_NOSUID | _MS_NODEV,
+               f"size={SCRATCH_SIZE},nr_inodes={SCRATCH_INODES},mode=1777")
         os.chroot(new_root)
         os.chdir("/")
     except OSError as exc:
@@ -294,7 +317,7 @@ def setup_worker_filesystem(work_dir: str, interpreter_paths: list[str]) -> tupl
     return available | {"mount_namespace": True}, errors
 
 
-def _populate_root(new_root: str, work_dir: str, interpreter_paths: list[str]) -> None:
+def _populate_root(new_root: str, interpreter_paths: list[str]) -> None:
     for path in SYSTEM_PATHS:
         if os.path.islink(path):
             os.symlink(os.readlink(path), new_root + path)
@@ -302,12 +325,26 @@ def _populate_root(new_root: str, work_dir: str, interpreter_paths: list[str]) -
             _bind_into(new_root, path, recursive=True)
     bound = [path for path in SYSTEM_PATHS if os.path.isdir(path)]
     for path in sorted(set(interpreter_paths), key=len):
+        if _is_within(path, SCRATCH_DIR):
+            raise OSError(errno.EINVAL, f"the interpreter's directory {path} lies under {SCRATCH_DIR}, which the "
+                                        "sandbox replaces by its scratch tmpfs: install the environment elsewhere")
         if os.path.isdir(path) and not any(_is_within(path, outer) for outer in bound):
             _bind_into(new_root, path, recursive=True)
             bound.append(path)
-    _bind_into(new_root, work_dir, recursive=False)
-    for directory in ("/proc", "/tmp"):
+    for directory in ("/proc", SCRATCH_DIR):
         os.makedirs(new_root + directory, mode=0o755, exist_ok=True)
+    _populate_dev(new_root + "/dev")
+
+
+def _populate_dev(dev: str) -> None:
+    """The minimal ``/dev``: the harmless devices, bound one by one, and ``DEVICE_LINKS``."""
+    os.mkdir(dev, 0o755)
+    for name in DEVICES:
+        if os.path.exists(f"/dev/{name}"):
+            os.close(os.open(f"{dev}/{name}", os.O_CREAT | os.O_WRONLY, 0o600))  # mount point of the bind
+            _mount(f"/dev/{name}", f"{dev}/{name}", None, _MS_BIND)
+    for name, target in DEVICE_LINKS.items():
+        os.symlink(target, f"{dev}/{name}")
 
 
 def _bind_into(new_root: str, path: str, recursive: bool) -> None:

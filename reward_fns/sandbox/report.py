@@ -23,20 +23,26 @@ MECHANISMS: dict[str, str] = {
     "separate_identity": "a uid the program does not share with the grader (dedicated uid as root, user namespace "
     "otherwise); without it the program can signal and ptrace the grader's other processes",
     "network_namespace": "network namespace; without it the program can open sockets (network and loopback)",
-    "mount_namespace": "mount namespace with a minimal read-only root; without it the program can read every "
-    "world-readable file (datasets with the hidden tests included) and write every file its uid may write",
+    "mount_namespace": "mount namespace with a minimal read-only root (minimal /dev, size-capped scratch tmpfs); "
+    "without it the program can read every world-readable file (datasets with the hidden tests included), write "
+    "every file its uid may write (the host's /tmp, /dev/shm and terminals too) and leave files for later tests",
     "pid_namespace": "pid namespaces (worker and per run); without them a run's processes are found through the "
     "subreaper and process group only, and the program sees and can signal the grader's processes",
     "private_proc": "a /proc of the worker's pid namespace; without it /proc shows the grader (its environ, "
     "when the uid is shared)",
     "no_new_privs": "no_new_privs; without it setuid binaries could raise privileges",
     "subreaper": "child subreaper; without it double-forked processes escape process-tree cleanup",
+    "session_keyring": "a fresh session keyring for the server; without it a program reaches the grader's session "
+    "keyring wherever seccomp is missing too",
+    "seccomp": "the system-call filter (reward_fns/sandbox/seccomp.py); without it a program can hold memory outside "
+    "RLIMIT_AS (memfd, SysV shared memory, message queues), leave kernel keys and IPC objects for later tests, and "
+    "reach ptrace, bpf, perf_event_open, userfaultfd and io_uring",
 }
 """Every mechanism ``strict`` isolation requires, with what goes missing without it (logged as a warning)."""
 
 OPTIONAL_MECHANISMS: dict[str, str] = {  # not used, and why not
-    "cgroup_v2": "memory is limited by RLIMIT_AS and processes by RLIMIT_NPROC instead",
-    "seccomp": "namespaces and the minimal root already remove the network and the file tree",
+    "cgroup_v2": "memory is limited per process by RLIMIT_AS, files in memory by the scratch tmpfs size, the rest "
+    "by seccomp; processes by RLIMIT_NPROC",
 }
 
 
@@ -52,6 +58,8 @@ class IsolationReport:
     private_proc: bool
     no_new_privs: bool
     subreaper: bool
+    session_keyring: bool
+    seccomp: bool
     cgroup_v2: bool = False
     """Informational: a cgroup v2 hierarchy with memory and pids controllers is writable (not used)."""
     errors: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -81,7 +89,6 @@ class IsolationReport:
                 lines.append(f"  [missing] {name}{reason}: {consequence}")
         writable = "writable here" if self.cgroup_v2 else "not writable here"
         lines.append(f"  [unused]  cgroup_v2 ({writable}): {OPTIONAL_MECHANISMS['cgroup_v2']}")
-        lines.append(f"  [unused]  seccomp: {OPTIONAL_MECHANISMS['seccomp']}")
         return "\n".join(lines)
 
     def to_json(self) -> str:
@@ -101,7 +108,8 @@ class IsolationReport:
 
 
 SERVER_ENTRY = "from reward_fns.sandbox.server import main; main()"
-"""``python -S -c`` program of a fork server: no ``site`` (fewer modules = a cheaper fork per test)."""
+"""``python -S -P -c`` program of a fork server: no ``site`` (fewer modules = a cheaper fork per test), and no
+current directory on ``sys.path`` (a ``random.py`` where the grader was started must not replace the stdlib's)."""
 
 _cached_report: IsolationReport | None = None
 
@@ -113,7 +121,7 @@ def probe_isolation() -> IsolationReport:
         work_dir = make_work_dir("nouscoder-probe-")
         try:
             completed = subprocess.run(server_command("--probe", "--work-dir", work_dir), capture_output=True,
-                                       text=True, env=server_environment(), check=False)
+                                       text=True, env=server_environment(), cwd="/", check=False)
         finally:
             subprocess.run(["rm", "-rf", work_dir], check=False)
         if completed.returncode != 0:
@@ -123,7 +131,7 @@ def probe_isolation() -> IsolationReport:
 
 
 def server_command(*arguments: str) -> list[str]:
-    return [sys.executable, "-S", "-c", SERVER_ENTRY, *arguments]
+    return [sys.executable, "-S", "-P", "-c", SERVER_ENTRY, *arguments]
 
 
 def server_environment() -> dict[str, str]:
@@ -141,18 +149,20 @@ def server_environment() -> dict[str, str]:
 
 
 def make_work_dir(prefix: str) -> str:
-    """A worker's private directory: ``io/`` (0700: the grader's and server's files), ``runs/`` (scratch) and
-    ``root/`` (mount point of the sandbox's minimal root).
+    """A worker's private directory: ``runs/`` (0711: the scratch directory of a worker without a mount namespace)
+    and ``root/`` (mount point of the sandbox's minimal root). Modes are set explicitly: the grader's umask does
+    not matter.
 
     Named ``<prefix><grader pid>-``: directories left by graders that died without closing their servers (killed,
     or ``os._exit`` in a Ray actor) are removed here by the next grader.
     """
     _remove_stale_work_dirs(prefix)
     work_dir = tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-")
-    os.chmod(work_dir, 0o711)
-    os.mkdir(os.path.join(work_dir, "io"), 0o700)
-    os.mkdir(os.path.join(work_dir, "runs"), 0o711)
-    os.mkdir(os.path.join(work_dir, "root"), 0o755)
+    for name, mode in (("", 0o711), ("runs", 0o711), ("root", 0o755)):
+        path = os.path.join(work_dir, name)
+        if name:
+            os.mkdir(path)
+        os.chmod(path, mode)
     return work_dir
 
 

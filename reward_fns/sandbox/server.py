@@ -6,10 +6,12 @@ Process tree of one worker (namespaces from ``isolation.enter_worker_namespaces`
                 └── server  (init of the worker pid namespace, minimal read-only root, no network, non-dumpable)
                       └── test child (init of a per-run pid namespace, run-layer isolation) ── its processes ...
 
-Per test the server forks the child, waits for it with the wall-clock limit (``pidfd`` + ``poll``), kills it on
-timeout, then kills and reaps everything the run left (the per-run pid namespace dies with its init; the
-process group, the subreaper's adopted orphans and, as root, every process of the run uid are killed too),
-checks that no process of the run is left, and empties the scratch directory.
+Per test the server receives the test's input and output files as open descriptors (``SCM_RIGHTS``; files the
+grader created without a name, so nothing the program does can make the grader open anything else), forks the
+child, waits for it with the wall-clock limit (``pidfd`` + ``poll``), kills it on timeout, then kills and reaps
+everything the run left (the per-run pid namespace dies with its init; the process group, the subreaper's
+adopted orphans and, as root, every process of the run uid are killed too), checks that no process of the run
+is left, and resets the scratch directory (contents, mode, times, extended attributes).
 
 Imports are kept lean on purpose: every module loaded here makes each per-test ``fork`` slower.
 
@@ -17,7 +19,7 @@ Usage (started by the grader, not by hand):
     python -S -c "from reward_fns.sandbox.server import main; main()" --fd FD --work-dir DIR
     python -S -c "from reward_fns.sandbox.server import main; main()" --probe --work-dir DIR
       --fd FD         inherited socket to the grader (length-prefixed marshal messages, ``protocol.py``)
-      --work-dir DIR  the worker's private directory made by ``report.make_work_dir`` (io/, runs/, root/)
+      --work-dir DIR  the worker's private directory made by ``report.make_work_dir`` (runs/, root/)
       --probe         set the sandbox up, print which mechanisms work as JSON, and exit
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import errno
 import fcntl
 import gc
 import json
@@ -32,9 +35,11 @@ import marshal
 import os
 import select
 import signal
+import socket
+import stat
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from reward_fns.sandbox import harness, isolation, protocol
 
@@ -49,65 +54,79 @@ SETUP_OK = b"R"
 _SETUP_FAILED_STATUS = 125
 _HIGH_FD = 100
 _KILL_ROUNDS = 100
+MEMORY_SAMPLE_S = 0.05
+"""How often the server sums the memory of a run that has started other processes."""
 
 
 class Server:
     """The loop inside the worker sandbox: one request -> one isolated child -> one reply."""
 
-    def __init__(self, fd: int, work_dir: str, report: dict[str, Any], run_uid: int | None) -> None:
-        self.fd = fd
-        self.work_dir = work_dir
+    def __init__(self, channel: socket.socket, work_dir: str, report: dict[str, Any], run_uid: int | None) -> None:
+        self.channel = channel
         self.report = report
         self.run_uid = run_uid
-        self.run_dir = os.path.join(work_dir, "runs", "run")
+        self.run_dir = scratch_directory(work_dir, report)
         self.own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY) if report["pid_namespace"] else None
         self.user_namespace = report["pid_namespace"] and not report["running_as_root"]
         self.process_baseline = _processes_already_counted(report)
-        _fresh_scratch(self.run_dir, run_uid)
+        self.reset_scratch()
 
     def serve(self) -> None:
-        protocol.send(self.fd, {"ready": json.dumps(self.report)})
+        protocol.send(self.channel, {"ready": json.dumps(self.report)})
         while True:
             try:
-                request = protocol.receive(self.fd)
+                request, fds = protocol.receive(self.channel)
             except EOFError:
                 return
-            if request.get("op") == "exit":
-                return
             try:
-                reply = self.run(request)
+                if request.get("op") == "exit":
+                    return
+                reply = self.run(request, fds)
             except Exception as exc:  # reported to the grader as an internal error; the server stays usable
                 reply = {"server_error": f"{type(exc).__name__}: {exc}"}
-            protocol.send(self.fd, reply)
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            protocol.send(self.channel, reply)
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        io_dir = os.path.join(self.work_dir, "io")
-        stdin_fd = os.open(os.path.join(io_dir, "stdin"), os.O_RDONLY)
-        out_fds = [os.open(os.path.join(io_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                   for name in ("stdout", "stderr", "result")]
+    def run(self, request: dict[str, Any], files: list[int]) -> dict[str, Any]:
+        """Run one test; ``files`` are the test's stdin, stdout, stderr and functional-result files."""
+        if len(files) != 4:
+            raise ValueError(f"a run needs 4 files (stdin, stdout, stderr, result), got {len(files)}")
         ready_read, ready_write = os.pipe()
         started = time.monotonic()
-        pid = self._fork_child(request, [stdin_fd, *out_fds], ready_write)
-        for fd in (stdin_fd, *out_fds, ready_write):
-            os.close(fd)
-        timed_out, status, usage = _wait(pid, started + request["timeout_s"], self.fd)
+        pid = self._fork_child(request, files, ready_write)
+        os.close(ready_write)
+        memory_limit = request["limits"]["memory_bytes"]
+        waited = _wait(pid, started + request["timeout_s"], self.channel.fileno(), memory_limit)
         setup_ok = os.read(ready_read, 1) == SETUP_OK  # read after the exit: one wake-up less per test
         os.close(ready_read)
         wall_s = time.monotonic() - started
-        leftovers = self._kill_leftovers(pid)
-        _fresh_scratch(self.run_dir, self.run_uid)  # what the run wrote is gone before the grader hears the result
-        if self.report["mount_namespace"]:
-            _empty_dir("/dev/shm")
+        leftovers = 0 if self.own_pid_ns is not None else self._kill_leftovers(pid)
+        self.reset_scratch()  # what the run wrote is gone before the grader hears the result
         return {
             "setup_ok": setup_ok,
-            "timed_out": timed_out,
-            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "timed_out": waited.timed_out,
+            "memory_exceeded": waited.memory_exceeded,
+            "exit_code": os.WEXITSTATUS(waited.status) if os.WIFEXITED(waited.status) else None,
+            "signal": os.WTERMSIG(waited.status) if os.WIFSIGNALED(waited.status) else None,
             "wall_s": wall_s,
-            "cpu_s": usage.ru_utime + usage.ru_stime,
-            "max_rss_kb": usage.ru_maxrss,
+            "cpu_s": waited.usage.ru_utime + waited.usage.ru_stime,
+            "max_rss_kb": waited.usage.ru_maxrss,
             "leftover_processes": leftovers,
         }
+
+    def reset_scratch(self) -> None:
+        """The scratch as the first run found it: with a mount namespace, the scratch tmpfs's root (sticky,
+        world-writable) emptied and a new working directory in it; without, a 0700 directory; both owned by the
+        run's uid."""
+        if self.report["mount_namespace"]:
+            reset_directory(isolation.SCRATCH_DIR, 0o1777, owner=None)
+            os.mkdir(self.run_dir, 0o700)
+            if self.run_uid is not None:
+                os.chown(self.run_dir, self.run_uid, self.run_uid)
+        else:
+            reset_directory(self.run_dir, 0o700, owner=self.run_uid)
 
     def _fork_child(self, request: dict[str, Any], fds: list[int], ready_write: int) -> int:
         if self.own_pid_ns is not None:
@@ -131,7 +150,8 @@ class Server:
             limits = limits._replace(processes=limits.processes + self.process_baseline)
             isolation.isolate_child(self.run_uid, self.run_dir, limits, self.user_namespace)
             isolation.set_dumpable(True)
-            harness.reset_interpreter_state(self.run_dir)
+            harness.reset_interpreter_state()
+            harness.write_source(request["source"])
             code = marshal.loads(request["code"])
             os.write(4, SETUP_OK)
             os.close(4)
@@ -148,6 +168,8 @@ class Server:
     def _kill_leftovers(self, pid: int) -> int:
         """SIGKILL and reap the run's process group, adopted orphans and (root) every process of the run uid.
 
+        Only without a per-run pid namespace: with one, the kernel has killed and reaped every process of the
+        namespace before its init's exit completed (``zap_pid_ns_processes``), i.e. before ``_wait`` returned.
         Returns how many processes of the run are still alive afterwards (0 unless the kernel refused a kill).
         """
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -164,16 +186,24 @@ class Server:
         return len(victims)
 
     def _run_processes(self) -> set[int]:
-        """Processes of the run still there: adopted orphans, and (root, no pid namespace: the kernel already
-        killed the run's namespace with its init otherwise) every process of the run uid."""
+        """Processes of the run still there: adopted orphans, and (root) every process of the run uid."""
         victims = set(_own_children())
-        if self.run_uid is not None and self.own_pid_ns is None:
+        if self.run_uid is not None:
             victims |= set(_processes_of_uid(self.run_uid))
         return victims
 
 
-def _wait(pid: int, deadline: float, grader_fd: int) -> tuple[bool, int, Any]:
-    """Wait for the child until ``deadline`` (monotonic), SIGKILL it then; (timed_out, wait status, rusage).
+class _Wait(NamedTuple):
+    timed_out: bool
+    memory_exceeded: bool
+    status: int
+    usage: Any
+
+
+def _wait(pid: int, deadline: float, grader_fd: int, memory_limit: int) -> _Wait:
+    """Wait for the child until ``deadline`` (monotonic) and SIGKILL it then, or as soon as the run's processes
+    together hold more than ``memory_limit`` bytes (sampled every ``MEMORY_SAMPLE_S``: RLIMIT_AS bounds each
+    process, not their sum).
 
     If the grader goes away meanwhile (its end of the socket closes), the child is killed and the server exits:
     nothing of a run outlives the grader that asked for it.
@@ -182,16 +212,54 @@ def _wait(pid: int, deadline: float, grader_fd: int) -> tuple[bool, int, Any]:
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
     poller.register(grader_fd, select.POLLIN | select.POLLHUP)
-    events = dict(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
-    timed_out = pidfd not in events
-    if timed_out or grader_fd in events:
+    timed_out = memory_exceeded = False
+    while not (events := dict(poller.poll(max(0.0, min(MEMORY_SAMPLE_S, deadline - time.monotonic())) * 1000))):
+        timed_out = time.monotonic() >= deadline
+        memory_exceeded = not timed_out and run_memory() > memory_limit
+        if timed_out or memory_exceeded:
+            break
+    if timed_out or memory_exceeded or grader_fd in events:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     os.close(pidfd)
     _, status, usage = os.wait4(pid, 0)
     if grader_fd in events and pidfd not in events:
         raise SystemExit("fork server: the grader closed the connection during a run")
-    return timed_out, status, usage
+    return _Wait(timed_out, memory_exceeded, status, usage)
+
+
+def run_memory() -> int:
+    """Bytes the processes below this one hold together (proportional set size: a page shared by k processes
+    counts 1/k in each), or 0 while there is at most one (RLIMIT_AS bounds that one). In the fork server: the
+    run's processes."""
+    processes = _descendants()
+    if len(processes) <= 1:
+        return 0
+    total_kb = 0
+    for process in processes:
+        with contextlib.suppress(OSError, StopIteration):
+            with open(f"/proc/{process}/smaps_rollup") as rollup:
+                total_kb += int(next(line for line in rollup if line.startswith("Pss:")).split()[1])
+    return total_kb * 1024
+
+
+def _descendants() -> list[int]:
+    """Every process below the server: the run's (the server has no other children; orphans of a run without
+    its own pid namespace are adopted by the server, the subreaper)."""
+    found, frontier = [], _children_of(os.getpid())
+    while frontier:
+        found += frontier
+        frontier = [child for parent in frontier for child in _children_of(parent)]
+    return found
+
+
+def _children_of(pid: int) -> list[int]:
+    children = []
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as handle:
+                children.extend(int(child) for child in handle.read().split())
+    return children
 
 
 def _processes_already_counted(report: dict[str, Any]) -> int:
@@ -210,11 +278,7 @@ def _processes_already_counted(report: dict[str, Any]) -> int:
 
 
 def _own_children() -> list[int]:
-    children = []
-    for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/children") as handle:
-            children.extend(int(pid) for pid in handle.read().split())
-    return children
+    return _children_of(os.getpid())
 
 
 def _processes_of_uid(uid: int) -> list[int]:
@@ -245,24 +309,37 @@ def _reap_killed(victims: set[int]) -> None:
             time.sleep(0.001)
 
 
-def _fresh_scratch(run_dir: str, run_uid: int | None) -> None:
-    """An empty scratch directory, owned by the run uid, mode 0700: the previous one is kept only if it is a
-    real directory that the last run left empty (saves a mkdir + rmdir per test)."""
-    if os.path.islink(run_dir) or (os.path.lexists(run_dir) and not os.path.isdir(run_dir)):
-        os.unlink(run_dir)
-    elif os.path.isdir(run_dir) and not _is_empty_dir(run_dir):
-        remove_tree(run_dir)
-    if not os.path.isdir(run_dir):
-        os.mkdir(run_dir, 0o700)
-    if run_uid is not None:
-        os.chown(run_dir, run_uid, run_uid)
-    os.chmod(run_dir, 0o700)
+def scratch_directory(work_dir: str, report: dict[str, Any]) -> str:
+    """The run's working directory: ``WORK_DIR`` in the scratch tmpfs of the minimal root, else
+    ``<work_dir>/runs/run``."""
+    return isolation.WORK_DIR if report["mount_namespace"] else os.path.join(work_dir, "runs", "run")
 
 
-def _is_empty_dir(path: str) -> bool:
+def reset_directory(path: str, mode: int, owner: int | None) -> None:
+    """Empty ``path`` and reset its own metadata (owner, mode, times, extended attributes and ACLs), so that
+    nothing a run left -- not even in the directory's inode -- reaches the next run. Whatever the run left at
+    ``path`` itself (a symbolic link, a file: possible only without a mount namespace) is replaced by a directory;
+    symbolic links are removed, never followed."""
+    if not _is_real_directory(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        os.mkdir(path, mode)
+    if owner is not None:
+        os.chown(path, owner, owner)
+    os.chmod(path, mode)
+    for name in os.listdir(path):
+        entry = os.path.join(path, name)
+        remove_tree(entry) if _is_real_directory(entry) else os.unlink(entry)
+    os.utime(path, ns=(0, 0))
+    for attribute in os.listxattr(path):
+        with contextlib.suppress(OSError):  # security.* labels are not ours to remove
+            os.removexattr(path, attribute)
+
+
+def _is_real_directory(path: str) -> bool:
     try:
-        return not os.listdir(path)
-    except PermissionError:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
         return False
 
 
@@ -284,20 +361,23 @@ def remove_tree(top: str) -> None:
     os.rmdir(top)
 
 
-def _empty_dir(path: str) -> None:
-    for name in os.listdir(path):
-        target = os.path.join(path, name)
-        if os.path.isdir(target) and not os.path.islink(target):
-            remove_tree(target)
-        else:
-            os.unlink(target)
+CHILD_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+                     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""Every test child's environment, plus ``HOME`` (the working directory), ``TMPDIR`` (the scratch tmpfs, else the
+working directory) and ``PYTHONPATH`` (the grader's site-packages, so that ``subprocess``/``multiprocessing``
+interpreters import what the program can).
+One thread per numeric library, as on a judge: OpenBLAS starts one thread per core of a 128-core node at
+``import numpy``, which RLIMIT_NPROC and RLIMIT_AS would refuse."""
 
 
-def _use_child_environment(run_dir: str) -> None:
+def _use_child_environment(run_dir: str, report: dict[str, Any]) -> None:
     """The server's environment becomes exactly the one every test child gets (nothing of the grader's)."""
+    checkout = isolation.package_root()
+    site_dirs = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path and path != checkout]
+    temporary = isolation.SCRATCH_DIR if report["mount_namespace"] else run_dir
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": run_dir,
-                       "TMPDIR": run_dir, "PYTHONIOENCODING": "utf-8"})
+    os.environ.update(CHILD_ENVIRONMENT | {"HOME": run_dir, "TMPDIR": temporary,
+                                           "PYTHONPATH": os.pathsep.join(site_dirs)})
 
 
 def _install_exit_builtins() -> None:
@@ -335,19 +415,26 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> tuple[dict[str, Any]
         fs_available, fs_errors = isolation.setup_worker_filesystem(work_dir, isolation.interpreter_paths())
         available |= fs_available
         errors |= fs_errors
-    return _report_fields(as_root, run_uid, available, errors), run_uid
+    return _report_fields(as_root, run_uid, available, errors, disabled), run_uid
 
 
-def _report_fields(as_root: bool, run_uid: int | None, available: dict[str, bool], errors: dict[str, str]
-                   ) -> dict[str, Any]:
-    """The fields of ``report.IsolationReport`` (built on the grader side)."""
+def _report_fields(as_root: bool, run_uid: int | None, available: dict[str, bool], errors: dict[str, str],
+                   disabled: frozenset[str]) -> dict[str, Any]:
+    """Apply the process-wide mechanisms (seccomp last: it refuses what the others need) and return the fields of
+    ``report.IsolationReport`` (built on the grader side)."""
     fields: dict[str, Any] = {}
-    for name, enable in (("subreaper", isolation.set_child_subreaper), ("no_new_privs", isolation.set_no_new_privs)):
+    for name, enable in (("subreaper", isolation.set_child_subreaper), ("no_new_privs", isolation.set_no_new_privs),
+                         ("session_keyring", isolation.join_new_session_keyring),
+                         ("seccomp", isolation.install_syscall_filter)):
         try:
+            if name in disabled:
+                raise OSError(errno.EPERM, f"disabled by {isolation.DISABLE_ENV}")
             enable()
             fields[name] = True
-        except OSError as exc:
-            fields[name], errors[name] = False, str(exc)
+        except OSError as exc:  # a kernel without keyrings has no keyring to leak: ENOSYS counts as available
+            fields[name] = name == "session_keyring" and exc.errno == errno.ENOSYS
+            if not fields[name]:
+                errors[name] = str(exc)
     isolation.set_dumpable(False)
     fields |= {
         "running_as_root": as_root,
@@ -379,6 +466,7 @@ def _parse_arguments(argv: list[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     """Start a fork server (``--fd``) or report what the sandbox set-up achieves here (``--probe``)."""
     arguments = _parse_arguments(sys.argv[1:] if argv is None else argv)
+    os.umask(0o022)  # not the grader's: with 077 the run uid could not enter the directories made for it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # no parent-death signal here: it fires when the grader *thread*
     # that started us exits (verl's thread pools); the server leaves when its socket to the grader closes instead
     _install_exit_builtins()
@@ -388,7 +476,8 @@ def main(argv: list[str] | None = None) -> None:
     if arguments["probe"]:
         print(json.dumps(report), flush=True)
         return
-    _use_child_environment(os.path.join(arguments["work_dir"], "runs", "run"))
-    harness.reopen_std_streams()
+    run_dir = scratch_directory(arguments["work_dir"], report)
+    _use_child_environment(run_dir, report)
+    harness.prepare_fork_server(run_dir)
     gc.freeze()
-    Server(arguments["fd"], arguments["work_dir"], report, run_uid).serve()
+    Server(socket.socket(fileno=arguments["fd"]), arguments["work_dir"], report, run_uid).serve()

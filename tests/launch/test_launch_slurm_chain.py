@@ -278,6 +278,7 @@ def test_two_node_job_joins_both_nodes_and_stops_ray_on_each(local_slurm, tmp_pa
     output = (tmp_path / f"job-{job_id}.out").read_text()
     assert (state, exit_code) == ("COMPLETED", "0:0"), output
     head, worker = local_slurm.node_names
+    assert f"sandbox isolation complete on every node ({head} {worker})" in output, output
     assert re.search(rf"Ray cluster ready at \S+: 2 node\(s\) \({head} {worker}\), 4 GPU\(s\)", output), output
     (call,) = trainer_calls(tmp_path / "outputs" / "microcoder_4k" / "microcoder_4k" / "checkpoints")
     assert call["ray"]["GPU"] == 4 and call["ray"]["alive_nodes"] == 2
@@ -309,3 +310,34 @@ def test_a_node_whose_ray_cannot_start_fails_the_job_at_once_naming_it(local_slu
     assert f"ERROR: Ray on node {worker} exited while the cluster was starting; see " in output
     assert f"node {head}: Ray stopped" in output and "stage microcoder_4k" not in output
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left after the failed start"
+
+
+def test_a_node_whose_sandbox_is_incomplete_fails_the_job_before_ray_naming_it(local_slurm, tmp_path):
+    """The real probe on both nodes through srun; on the second one, as on a node that forbids namespaces."""
+    ray_root = local_slurm.root / "ray_sandbox"
+    ray_root.mkdir()
+    probe = tmp_path / "probe_like_a_node_without_namespaces.sh"
+    probe.write_text(
+        "#!/usr/bin/env bash\n"
+        f'[[ "$SLURMD_NODENAME" == {local_slurm.node_names[1]} ]] && export NOUSCODER_SANDBOX_DISABLE=namespaces\n'
+        "exec python -m reward_fns.sandbox\n"
+    )
+    env = launch_env(local_slurm, tmp_path, ray_root, SANDBOX_CHECK_CMD=f"bash {probe}")
+    job_id = local_slurm.sbatch(
+        "--nodes=2",
+        f"--gpus-per-node={local_slurm.gpus}",
+        "--time=15",
+        f"--output={tmp_path}/job-%j.out",
+        str(REPO / "launch" / "run_microcoder_4k.sh"),
+        env=env,
+        cwd=tmp_path,
+    )
+    state, _ = local_slurm.wait_job(job_id)
+    output = (tmp_path / f"job-{job_id}.out").read_text()
+    head, worker = local_slurm.node_names
+    assert state == "FAILED", output
+    assert f"ERROR: sandbox isolation incomplete on node(s) {worker}: " in output, output
+    assert f"{worker} (" in output and "[missing] network_namespace" in output, output
+    assert f"{head} (" not in output.split("sandbox isolation incomplete", 1)[1], output
+    assert "starting Ray" not in output and "stage microcoder_4k" not in output, output
+    assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left"

@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def run_raw(fork_server: ForkServer) -> Callable[..., tuple[object, str, str]]:
 
     def _run(code: str, stdin: str = "", config: GraderConfig = FAST) -> tuple[object, str, str]:
         compiled = compile_program(code)
-        assert isinstance(compiled, bytes), compiled
+        assert not isinstance(compiled, str), compiled
         outcome = fork_server.run(compiled, stdin, "stdin", None, run_limits(config, 128), config.time_limit_s)
         return outcome, fork_server.read_stdout(), fork_server.stderr_tail()
 
@@ -231,3 +232,103 @@ def run_unprivileged() -> Callable[..., dict]:
 def unprivileged_user_name() -> str | None:
     """The ordinary user the unprivileged runs use (None: the tests already run unprivileged)."""
     return _ensure_unprivileged_user() if os.geteuid() == 0 else None
+
+
+SCENARIO_SCRIPT = r"""
+import ctypes, json, os, sys
+
+spec_path, out_path = sys.argv[1], sys.argv[2]
+spec = json.load(open(spec_path))
+libc = ctypes.CDLL(None, use_errno=True)
+KEYCTL, ADD_KEY, KEYCTL_READ, KEYCTL_SEARCH, SESSION, USER = 250, 248, 11, 10, -3, -4
+
+
+def keyring(ring):
+    buffer = ctypes.create_string_buffer(4096)
+    size = libc.syscall(KEYCTL, KEYCTL_READ, ring, buffer, 4096)
+    return sorted(int.from_bytes(buffer.raw[i:i + 4], "little") for i in range(0, max(size, 0), 4))
+
+
+def grader_key_payload():
+    serial = libc.syscall(KEYCTL, KEYCTL_SEARCH, SESSION, b"user", b"nouscoder-grader-key", 0)
+    buffer = ctypes.create_string_buffer(256)
+    size = libc.syscall(KEYCTL, KEYCTL_READ, serial, buffer, 256)
+    return buffer.raw[:max(size, 0)].decode()
+
+
+from reward_fns.sandbox.forkserver import ForkServer
+from reward_fns.sandbox.grading import compile_program, grade_on_server, run_limits
+from reward_fns.types import GraderConfig, Problem, TestCase
+
+if spec.get("grader_key"):
+    key = spec["grader_key"].encode()
+    assert libc.syscall(ADD_KEY, b"user", b"nouscoder-grader-key", key, len(key), SESSION) > 0, ctypes.get_errno()
+keys_before = {"session": keyring(SESSION), "user": keyring(USER)}
+if spec.get("umask") is not None:
+    os.umask(spec["umask"])
+if spec.get("cwd"):
+    os.chdir(spec["cwd"])
+if spec.get("close_std_fds"):
+    for fd in (0, 1, 2):
+        os.close(fd)
+config = GraderConfig(**spec.get("config", {}))
+server = ForkServer(config.isolation)
+results = []
+for run in spec["runs"]:
+    tests = tuple(TestCase(test_input, output, run.get("testtype", "stdin")) for test_input, output in run["tests"])
+    problem = Problem(tests=tests, fn_name=run.get("fn_name"))
+    if run.get("raw"):
+        outcome = server.run(compile_program(run["code"]), tests[0].input, "stdin", None, run_limits(config, 128),
+                             config.time_limit_s)
+        results.append({"stdout": server.read_stdout(), "stderr": server.stderr_tail(), "exit_code": outcome.exit_code,
+                        "timed_out": outcome.timed_out, "leftover_processes": outcome.leftover_processes})
+    else:
+        result = grade_on_server(server, run["code"], problem, config, 128)
+        results.append({"verdict": str(result.verdict), "detail": result.detail, "passed": result.passed})
+report = server.report.to_json()
+server.close()
+observed = {"report": report, "results": results, "keys_before": keys_before,
+            "keys_after": {"session": keyring(SESSION), "user": keyring(USER)}}
+if spec.get("grader_key"):
+    observed["grader_key_after"] = grader_key_payload()
+with open(out_path, "w") as out:
+    json.dump(observed, out)
+"""
+
+
+@pytest.fixture(scope="session")
+def run_grader_as() -> Iterator[Callable[..., dict]]:
+    """run_grader_as(mode, runs, **grader_setup) -> what a grader process observed, graded on ONE fork server.
+
+    ``mode``: "root" (this interpreter, as root) or "user" (a ``useradd``-created user through ``runuser``, with
+    /usr/bin/python3; the tests' own user when they do not run as root). ``runs``: dicts with ``code``, ``tests``
+    [(input, output)], optional ``testtype``/``fn_name``, and ``raw`` (report stdout/stderr instead of a verdict).
+    ``grader_setup``: ``config`` (GraderConfig fields), ``grader_key`` (a secret put in the grader's session
+    keyring), ``umask``, ``cwd`` (entered before the server starts), ``close_std_fds``, and ``env`` / ``stdio``
+    for the grader process.
+    """
+    shared = Path(tempfile.mkdtemp(prefix="nouscoder-scenarios-"))  # pytest's tmp_path is root-only
+    shared.chmod(0o777)
+
+    def _run(mode: str, runs: list[dict], env: dict | None = None, stdio: int | None = None, **setup) -> dict:
+        if mode == "root" and os.geteuid() != 0:
+            pytest.skip("root mode needs the tests to run as root")
+        scenario = Path(tempfile.mkdtemp(dir=shared))
+        scenario.chmod(0o777)
+        spec, out = scenario / "spec.json", scenario / "observed.json"
+        spec.write_text(json.dumps({"runs": runs, **setup}))
+        environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+        if mode == "user" and os.geteuid() == 0:
+            python = shutil.which("python3.11", path="/usr/bin:/usr/local/bin") or "/usr/bin/python3"
+            runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+            command = [runuser, "-u", _ensure_unprivileged_user(), "--", python, "-c", SCENARIO_SCRIPT, str(spec),
+                       str(out)]
+        else:
+            command = [sys.executable, "-c", SCENARIO_SCRIPT, str(spec), str(out)]
+        streams = {"stdin": stdio, "stdout": stdio, "stderr": stdio} if stdio is not None else {"capture_output": True}
+        completed = subprocess.run(command, env=environment, timeout=300, check=False, **streams)
+        assert completed.returncode == 0, (completed.stderr or b"")[-3000:].decode(errors="replace")
+        return json.loads(out.read_text())
+
+    yield _run
+    shutil.rmtree(shared, ignore_errors=True)

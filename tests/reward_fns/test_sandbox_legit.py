@@ -43,6 +43,11 @@ STDIN_PATTERNS = {
     "for l in sys.stdin))",
     "stdout_closed_at_the_end": "import sys\ninput()\nfor line in sys.stdin:\n    print(sum(map(int, line.split())))\n"
     "sys.stdout.close()",
+    "numpy_with_one_thread_per_library": "import os, numpy as np\nassert os.environ['OPENBLAS_NUM_THREADS'] == '1'\n"
+    "n = int(input())\nrows = np.array([list(map(int, input().split())) for _ in range(n)])\n"
+    "print('\\n'.join(map(str, rows.sum(axis=1))))",
+    "open_dev_stdin_and_dev_stdout": "import sys\nsys.stdin = open('/dev/stdin')\nout = open('/dev/stdout', 'w')\n"
+    "input()\nout.write(''.join(f'{sum(map(int, line.split()))}\\n' for line in sys.stdin))\nout.close()",
     "subprocess_and_multiprocessing": "import multiprocessing, subprocess, sys\n"
     "def square(x):\n    return x * x\n"
     "if __name__ == '__main__':\n"

@@ -1,0 +1,150 @@
+"""The fork server's seccomp filter: system calls no solution needs are refused, kernel-wide.
+
+Installed once in the fork server after its set-up (``install``); every test child inherits it, so it costs
+nothing per test (the kernel caches the verdict of every system call that does not depend on its arguments).
+It closes what namespaces and rlimits leave open (threat model: ``reward_fns/README.md``):
+
+* memory held outside RLIMIT_AS -- ``memfd_create``/``memfd_secret``, SysV shared memory and message queues,
+  POSIX message queues -- fails with ENOMEM, so the program's ``MemoryError``/``[Errno 12]`` is graded
+  ``memory_limit``;
+* channels between tests that outlive a process -- the kernel keyrings (``keyctl``, ``add_key``,
+  ``request_key``: also the grader's session keyring), SysV semaphores -- fail with EPERM;
+* reaching other processes' memory or descriptors (``ptrace``, ``process_vm_readv/writev``, ``pidfd_getfd``,
+  ``process_madvise``, ``kcmp``), kernel attack surface (``bpf``, ``perf_event_open``, ``userfaultfd``,
+  ``io_uring_*`` (whose operations bypass seccomp), ``fanotify_init``, ``syslog``), and changing the sandbox
+  itself (``mount`` and the new mount API, ``umount2``, ``pivot_root``, ``chroot``, new namespaces through
+  ``unshare``/``clone``/``setns``) fail with EPERM;
+* ``clone3`` fails with ENOSYS (its flags sit behind a pointer a filter cannot read): glibc then falls back to
+  ``clone``, whose flags are checked;
+* another system-call ABI (i386 ``int 0x80``, x32) is refused as a whole.
+
+The only namespace operations let through are the fork server's own per-test ones: ``unshare(CLONE_NEWPID)`` and
+``setns(fd, CLONE_NEWPID)`` (a program can at most nest a pid namespace inside its run, which dies with it).
+The program is classic BPF written here (``struct sock_filter``, ``linux/filter.h``), so no library is needed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+
+# struct seccomp_data (linux/seccomp.h): int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
+_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET, _ARG1_OFFSET = 0, 4, 16, 24
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_JSET_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_X32_SYSCALL_BIT = 0x40000000
+
+CLONE_NEWPID = 0x20000000
+_CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | CLONE_NEWPID | 0x40000000
+"""CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET."""
+
+_ARCHES = {
+    # machine: (AUDIT_ARCH_*, numbers of the system calls the sandbox filters or makes itself;
+    # arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h)
+    "x86_64": (0xC000003E, {
+        "memfd_create": 319, "memfd_secret": 447, "shmget": 29, "msgget": 68, "mq_open": 240, "semget": 64,
+        "keyctl": 250, "add_key": 248, "request_key": 249, "ptrace": 101, "process_vm_readv": 310,
+        "process_vm_writev": 311, "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 312, "bpf": 321,
+        "perf_event_open": 298, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "fanotify_init": 300, "syslog": 103, "mount": 165, "umount2": 166,
+        "pivot_root": 155, "chroot": 161, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "clone3": 435, "clone": 56, "unshare": 272,
+        "setns": 308, "capset": 126,
+    }),
+    "aarch64": (0xC00000B7, {
+        "memfd_create": 279, "memfd_secret": 447, "shmget": 194, "msgget": 186, "mq_open": 180, "semget": 190,
+        "keyctl": 219, "add_key": 217, "request_key": 218, "ptrace": 117, "process_vm_readv": 270,
+        "process_vm_writev": 271, "pidfd_getfd": 438, "process_madvise": 440, "kcmp": 272, "bpf": 280,
+        "perf_event_open": 241, "userfaultfd": 282, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "fanotify_init": 262, "syslog": 116, "mount": 40, "umount2": 39,
+        "pivot_root": 41, "chroot": 51, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433, "mount_setattr": 442, "clone3": 435, "clone": 220, "unshare": 97,
+        "setns": 268, "capset": 91,
+    }),
+}
+
+REFUSED: dict[str, int] = {
+    **dict.fromkeys(("memfd_create", "memfd_secret", "shmget", "msgget", "mq_open"), errno.ENOMEM),
+    **dict.fromkeys((
+        "semget", "keyctl", "add_key", "request_key", "ptrace", "process_vm_readv", "process_vm_writev",
+        "pidfd_getfd", "process_madvise", "kcmp", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
+        "io_uring_enter", "io_uring_register", "fanotify_init", "syslog", "mount", "umount2", "pivot_root",
+        "chroot", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+    ), errno.EPERM),
+    "clone3": errno.ENOSYS,
+}
+"""System calls refused outright, with the errno the program sees."""
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def _statement(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def _arch(machine: str | None) -> tuple[int, dict[str, int]]:
+    machine = machine or os.uname().machine
+    if machine not in _ARCHES:
+        raise OSError(errno.ENOSYS, f"no seccomp filter for the {machine} architecture (x86_64, aarch64 only)")
+    return _ARCHES[machine]
+
+
+def syscall_number(name: str, machine: str | None = None) -> int:
+    """Number of the system call ``name`` (one ``_ARCHES`` lists) on ``machine`` (default: this one)."""
+    return _arch(machine)[1][name]
+
+
+def filter_program(machine: str | None = None) -> bytes:
+    """The BPF program (``struct sock_filter`` array) for ``machine`` (default: this one).
+
+    Raises:
+        OSError: ENOSYS on an architecture whose system call numbers are not listed here.
+    """
+    audit_arch, numbers = _arch(machine)
+    refuse = lambda code: _statement(_BPF_RET_K, _RET_ERRNO | code)  # noqa: E731
+    allow = _statement(_BPF_RET_K, _RET_ALLOW)
+    program = [
+        _statement(_BPF_LD_W_ABS, _ARCH_OFFSET),
+        _statement(_BPF_JEQ_K, audit_arch, jt=1),  # another ABI: refused
+        refuse(errno.EPERM),
+        _statement(_BPF_LD_W_ABS, _NR_OFFSET),
+    ]
+    if audit_arch == _ARCHES["x86_64"][0]:
+        program += [_statement(_BPF_JGE_K, _X32_SYSCALL_BIT, jf=1), refuse(errno.EPERM)]
+    for name, code in REFUSED.items():
+        program += [_statement(_BPF_JEQ_K, numbers[name], jf=1), refuse(code)]
+    program += [  # clone: no namespace flag
+        _statement(_BPF_JEQ_K, numbers["clone"], jf=4),
+        _statement(_BPF_LD_W_ABS, _ARG0_OFFSET),
+        _statement(_BPF_JSET_K, _CLONE_NAMESPACE_FLAGS, jf=1),
+        refuse(errno.EPERM),
+        allow,
+    ]
+    for name, argument in (("unshare", _ARG0_OFFSET), ("setns", _ARG1_OFFSET)):  # the server's per-test pid ns
+        program += [
+            _statement(_BPF_JEQ_K, numbers[name], jf=4),
+            _statement(_BPF_LD_W_ABS, argument),
+            _statement(_BPF_JEQ_K, CLONE_NEWPID, jt=1),
+            refuse(errno.EPERM),
+            allow,
+        ]
+    return b"".join([*program, allow])
+
+
+def install(libc: ctypes.CDLL) -> None:
+    """Apply the filter to the calling process and every process it starts from now on (irreversible).
+
+    Needs ``no_new_privs`` (or CAP_SYS_ADMIN). Raises OSError when the kernel refuses (no CONFIG_SECCOMP_FILTER).
+    """
+    program = filter_program()
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_char_p))
+    if libc.prctl(_PR_SET_SECCOMP, ctypes.c_ulong(_SECCOMP_MODE_FILTER), ctypes.byref(fprog), 0, 0) == -1:
+        code = ctypes.get_errno()
+        raise OSError(code, f"seccomp filter: {errno.errorcode.get(code, code)}")
