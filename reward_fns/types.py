@@ -161,3 +161,13 @@ class GradeResult:
     def score(self) -> float:
         """+1.0 when every test passed, -1.0 otherwise (NousCoder reward)."""
         return 1.0 if self.accepted else -1.0
+
+    @property
+    def tests_executed(self) -> int:
+        """Tests that ran: every passed test, plus the failing one (grading stops at the first failure). None failed
+        after ``accepted``, ``no_code``, ``compile_error`` or an ``internal_error`` before any test."""
+        nothing_failed = self.verdict in _NO_FAILING_TEST or (self.verdict is Verdict.INTERNAL_ERROR and self.total == 0)
+        return self.passed if nothing_failed else self.passed + 1
+
+
+_NO_FAILING_TEST = frozenset({Verdict.ACCEPTED, Verdict.NO_CODE, Verdict.COMPILE_ERROR})

@@ -17,16 +17,6 @@ from reward_fns.ray_pool.cache import ProblemCache
 from reward_fns.sandbox.pool import ServerSet, grade_with
 from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
 
-NOT_RUN_VERDICTS = frozenset({Verdict.ACCEPTED, Verdict.NO_CODE, Verdict.COMPILE_ERROR})
-"""Verdicts after which no failing test ran: tests executed = ``passed`` (otherwise ``passed + 1``)."""
-
-
-def tests_executed(result: GradeResult) -> int:
-    """Tests that ran for ``result``: every passed test, plus the failing one (stop at the first failure)."""
-    if result.verdict in NOT_RUN_VERDICTS or (result.verdict is Verdict.INTERNAL_ERROR and result.total == 0):
-        return result.passed
-    return result.passed + 1
-
 
 class SandboxWorker:
     """Grades programs on its own fork server; problems arrive as (content key, [ObjectRef of the ground truth])."""
