@@ -92,7 +92,7 @@ def grade_response(response: str, ground_truth: Any, config: GraderConfig) -> Gr
     code = extract_code(response)
     if code is None:
         elapsed = time.perf_counter() - started
-        return GradeResult(Verdict.NO_CODE, total=len(problem.tests), time_s=elapsed, detail="no fenced python block")
+        return GradeResult.no_code(problem, elapsed)
     return grade_program(code, problem, config)
 
 

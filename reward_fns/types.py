@@ -153,6 +153,11 @@ class GradeResult:
         """``internal_error`` for a ground truth that cannot be read, flagged so the step metrics count it."""
         return cls(Verdict.INTERNAL_ERROR, time_s=time_s, detail=f"{BAD_GROUND_TRUTH}{error}", ground_truth_error=True)
 
+    @classmethod
+    def no_code(cls, problem: Problem, time_s: float = 0.0) -> GradeResult:
+        """``no_code`` for a response without a fenced python block: nothing ran, every test counts as not passed."""
+        return cls(Verdict.NO_CODE, total=len(problem.tests), time_s=time_s, detail="no fenced python block")
+
     @property
     def accepted(self) -> bool:
         return self.verdict is Verdict.ACCEPTED

@@ -15,7 +15,7 @@ import ray
 
 from reward_fns.ray_pool.cache import ProblemCache
 from reward_fns.sandbox.pool import ServerSet, grade_with
-from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
+from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem
 
 
 class SandboxWorker:
@@ -66,7 +66,7 @@ class SandboxWorker:
 
     def _grade_problem(self, code: str | None, problem: Problem, config: GraderConfig) -> GradeResult:
         if code is None:
-            return GradeResult(Verdict.NO_CODE, total=len(problem.tests), detail="no fenced python block")
+            return GradeResult.no_code(problem)
         return grade_with(self._servers, code, problem, config)
 
     def _problem(self, key: str, ground_truth_ref: list[ray.ObjectRef]) -> Problem | GradeResult:

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from reward_fns.grade import Completion, grade_in_order, main
+from reward_fns.batch_grading import Completion, grade_in_order
+from reward_fns.grade import main
 from reward_fns.sandbox import GraderPool
 from reward_fns.types import GraderConfig, Problem
 
