@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from reward_fns.batch_grading import Completion, grade_in_order, output_record
+from reward_fns.cli import DefaultsHelpFormatter, add_grader_arguments, grader_overrides
 from reward_fns.extract import extract_code
 from reward_fns.grade_summary import SummaryRow, format_summary
 from reward_fns.sandbox import GraderPool, IsolationUnavailableError
@@ -158,6 +159,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Grade model completions against problems' hidden tests in the sandbox; one output line per "
         "completion, in input order. Settings not given as flags come from REWARD_FNS_<FIELD> environment "
         "variables (fields of reward_fns.types.GraderConfig), else the NousCoder defaults.",
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("--problems", type=Path, required=True, help="JSONL: problem_id, ground_truth, data_source")
     parser.add_argument(
@@ -165,18 +167,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, required=True, help="JSONL written here, one line per completion")
     parser.add_argument("--workers", type=int, default=None, help="parallel sandbox workers (default: all cores)")
-    parser.add_argument(
-        "--compare-mode", choices=["lcb", "tolerant"], default=None, help="output comparison (default: lcb)"
-    )
-    parser.add_argument("--time-limit", type=float, default=None, help="wall-clock seconds per test (default: 15)")
-    parser.add_argument("--memory-limit-mb", type=int, default=None, help="memory per test in MB (default: 4096)")
-    parser.add_argument(
-        "--isolation",
-        choices=["auto", "strict", "none"],
-        default=None,
-        help="auto: every mechanism the host allows (warns for missing ones); strict: refuse to run without all; "
-        "none: rlimits only, for trusted code (default: auto)",
-    )
+    add_grader_arguments(parser)
     parser.add_argument(
         "--summary", action="store_true", help="print a table of verdicts and timings per completion and per verdict"
     )
@@ -196,14 +187,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    config = grader_config(
-        {
-            "compare_mode": args.compare_mode,
-            "time_limit_s": args.time_limit,
-            "memory_limit_mb": args.memory_limit_mb,
-            "isolation": args.isolation,
-        }
-    )
+    config = grader_config(grader_overrides(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         with args.out.open("w", encoding="utf-8") as out:

@@ -40,11 +40,10 @@ from reward_fns.extract import extract_code
 from reward_fns.multi_turn import response_to_grade, turn_penalty
 from reward_fns.sandbox import grade_program
 from reward_fns.settings import settings_from
-from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
+from reward_fns.types import GRADER_ENV_PREFIX, GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
 
 logger = logging.getLogger(__name__)
 
-ENV_PREFIX = "REWARD_FNS_"
 _VERL_EXTRA_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
 _PROBLEM_CACHE_SIZE = 8
 """Parsed problems kept per process: the n responses of a prompt arrive together; each entry costs about the size of
@@ -130,7 +129,7 @@ def grader_config(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
         ValueError: an override or variable names no ``GraderConfig`` field, or its value has the wrong type.
     """
     environ = os.environ if environ is None else environ
-    return settings_from(GraderConfig, overrides, environ, env_prefix=ENV_PREFIX, label="grader")
+    return settings_from(GraderConfig, overrides, environ, env_prefix=GRADER_ENV_PREFIX, label="grader")
 
 
 def _log_internal_error(result: GradeResult, extra_info: Mapping[str, Any] | None) -> None:

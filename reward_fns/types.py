@@ -103,6 +103,10 @@ def _log_first(message: str) -> None:
                      message)
 
 
+GRADER_ENV_PREFIX = "REWARD_FNS_"
+"""``GraderConfig`` fields not given as arguments are read from ``REWARD_FNS_<FIELD>`` (``reward_fns.score``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GraderConfig:
     """Limits and comparison rules. Defaults come from the NousCoder blog ("RL Environment")."""
