@@ -115,7 +115,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="LiveCodeBench problems dated before this train (default: --test-start)",
     )
     parser.add_argument(
-        "--expected-test-count", type=int, default=454, help="warn when the test split has another size"
+        "--expected-test-count",
+        type=int,
+        default=None,
+        help="warn when the test split has another size (default: 454 for release_v6 [2024-08-01, 2025-05-01), the "
+        "NousCoder evaluation set; no check for other windows)",
     )
     parser.add_argument(
         "--prompt-variant",
