@@ -1,4 +1,4 @@
-"""Ray grading pool (issue 6): throughput, overlap with generation, and the three parallel granularities.
+"""Ray grading pool: throughput, overlap with generation, and the three parallel granularities.
 
 On a local Ray cluster (``--cpus``), through ``reward_fns.async_score.compute_score`` exactly as verl calls it:
 
