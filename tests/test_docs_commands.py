@@ -126,6 +126,11 @@ def documented_commands() -> list[DocCommand]:
 COMMANDS = documented_commands()
 
 
+def is_placeholder(word: str) -> bool:
+    """A word the reader replaces (``NAME``, ``RUN_DIR``, ``PATH``)."""
+    return re.fullmatch(r"[A-Z][A-Z0-9_]*", word) is not None
+
+
 def long_flags(words: list[str] | tuple[str, ...]) -> set[str]:
     return {word.strip("[]").split("=")[0] for word in words if word.strip("[]").startswith("--")}
 
@@ -187,6 +192,7 @@ def check_hydra_command(command: DocCommand, arguments: tuple[str, ...]) -> None
     assert not unknown, f"{command.where}: {sorted(unknown)} are not flags of {HYDRA_ENTRY} (hydra)"
     words = list(arguments)
     name = words[words.index("--config-name") + 1] if "--config-name" in words else "dapo_32k"
+    name = "dapo_32k" if is_placeholder(name) else name  # "--config-name NAME": any experiment
     assert (config_dir() / f"{name}.yaml").is_file(), f"{command.where}: no config {name} in configs/"
     overrides = [word for word in words if "=" in word and not word.startswith(("-", "[")) and "SUBSTITUTED" not in word]
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
