@@ -9,8 +9,8 @@
 Files in ``--out``: ``generations/`` (vLLM samples, append-only), ``graded.jsonl`` (grades, append-only),
 ``results.json``, ``per_problem.csv``, ``report.md``, ``pass1_by_difficulty.png``, ``length_hist.png``,
 ``pass_at_k.png``. Rerunning the same command resumes: only samples missing from the caches are generated
-or graded. Metrics and their formulas: ``recipe/nouscoder/lcb_metrics.py``; documentation: ``EVAL.md``.
-With ``--turns N`` (N >= 2) each sample is a conversation with public-test feedback (``lcb_multi_turn``); the
+or graded. Metrics and their formulas: ``recipe/nouscoder/eval/metrics.py``; documentation: ``recipe/nouscoder/eval/README.md``.
+With ``--turns N`` (N >= 2) each sample is a conversation with public-test feedback (``recipe.nouscoder.eval.multi_turn``); the
 first turns are also graded (``graded_first_turn.jsonl``), so the report holds single-turn and multi-turn pass@k.
 """
 
@@ -26,21 +26,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from recipe.nouscoder import lcb_compare
-from recipe.nouscoder.lcb_cache import check_settings, read_records
-from recipe.nouscoder.lcb_data import EvalProblem, load_eval_problems
-from recipe.nouscoder.lcb_generate import (
+from recipe.nouscoder.eval import compare
+from recipe.nouscoder.eval.cache import check_settings, read_records
+from recipe.nouscoder.eval.data import EvalProblem, load_eval_problems
+from recipe.nouscoder.eval.generate import (
     EngineFactory,
     GenerationSettings,
     generate_missing,
     read_generations,
     settings_dict,
 )
-from recipe.nouscoder.lcb_grading import grade_pending
-from recipe.nouscoder.lcb_metrics import GradedSample, ProblemResult, default_ks, summarize
-from recipe.nouscoder.lcb_multi_turn import multi_turn_summary
-from recipe.nouscoder.lcb_report import write_report
-from recipe.nouscoder.lcb_samples import Sample, read_completions_file
+from recipe.nouscoder.eval.grading import grade_pending
+from recipe.nouscoder.eval.metrics import GradedSample, ProblemResult, default_ks, summarize
+from recipe.nouscoder.eval.multi_turn import multi_turn_summary
+from recipe.nouscoder.eval.report import write_report
+from recipe.nouscoder.eval.samples import Sample, read_completions_file
 from recipe.nouscoder.multi_turn.options import MultiTurnOptions
 from reward_fns.cli import DefaultsHelpFormatter, add_grader_arguments, grader_overrides
 from reward_fns.sandbox import IsolationUnavailableError
@@ -285,7 +285,7 @@ def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None)
 def main(argv: Sequence[str] | None = None, make_engine: EngineFactory | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["compare"]:
-        return lcb_compare.main(argv[1:])
+        return compare.main(argv[1:])
     args = parse_args(argv)
     try:
         summary = evaluate(args, make_engine)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recipe.nouscoder.lcb_metrics import bootstrap_mean_ci
+from recipe.nouscoder.eval.metrics import bootstrap_mean_ci
 from reward_fns.cli import DefaultsHelpFormatter
 
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from recipe.nouscoder.lcb_cache import AppendOnlyJsonl, read_records
-from recipe.nouscoder.lcb_data import iter_ground_truths
-from recipe.nouscoder.lcb_samples import Sample
+from recipe.nouscoder.eval.cache import AppendOnlyJsonl, read_records
+from recipe.nouscoder.eval.data import iter_ground_truths
+from recipe.nouscoder.eval.samples import Sample
 from reward_fns.batch_grading import Completion, grade_in_order, output_record
 from reward_fns.extract import extract_code
 from reward_fns.sandbox import GraderPool
