@@ -133,5 +133,6 @@ def grader_config(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
 
 
 def _log_internal_error(result: GradeResult, extra_info: Mapping[str, Any] | None) -> None:
-    where = {key: extra_info[key] for key in ("problem_id", "index", "split", "source") if key in (extra_info or {})}
+    info = extra_info or {}
+    where = {key: info[key] for key in ("problem_id", "index", "split", "source") if key in info}
     logger.error("internal_error #%d (%s): %s", next(_internal_errors), where or "unknown problem", result.detail)
