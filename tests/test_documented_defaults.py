@@ -16,6 +16,7 @@ import pytest
 
 from recipe.nouscoder.cpu.known_answers import KnownAnswerOptions
 from recipe.nouscoder.cpu.rollout import CPUEngineOptions
+from recipe.nouscoder.multi_turn.options import MultiTurnOptions
 from reward_fns.ray_pool.config import PoolConfig
 from verl_ext.estimator_options import GrpoPlusOptions, MicrocoderOptions
 
@@ -28,6 +29,7 @@ TABLES = [
     ("verl_ext/README.md", "algorithm.microcoder_grpo.", MicrocoderOptions, ("norm_by_std",)),
     ("recipe/nouscoder/cpu/README.md", "known_answers.", KnownAnswerOptions, ()),
     ("recipe/nouscoder/cpu/README.md", "", CPUEngineOptions, ("known_answers",)),
+    ("recipe/nouscoder/multi_turn/README.md", "", MultiTurnOptions, ()),
 ]
 """``norm_by_std`` is verl's ``algorithm.norm_adv_by_std_in_grpo`` (its own row); ``known_answers`` is a sub-table."""
 
@@ -50,8 +52,12 @@ def documented_defaults(document: str) -> dict[str, str]:
 def same_value(documented: str, default: Any) -> bool:
     if default is dataclasses.MISSING:
         return documented == "required"
+    if default is None:
+        return documented == "null"
     if isinstance(default, bool):
         return documented == str(default).lower()
+    if isinstance(default, tuple | list) and not default:
+        return documented == "[]"
     if isinstance(default, int | float):
         try:
             return math.isclose(float(documented), float(default))

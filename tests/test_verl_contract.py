@@ -292,6 +292,18 @@ CONTRACT = [
              lambda: require_source("verl.workers.utils.losses:ppo_loss", "old_log_prob=old_log_prob",
                                     "response_mask=response_mask", "loss_agg_mode=loss_agg_mode", "config=config",
                                     "rollout_is_weights=rollout_is_weights")),
+    # The multi-turn agent loop.
+    Internal("AgentLoopBase + register", "recipe/nouscoder/multi_turn/agent_loop.py: the loop in verl's agent registry",
+             lambda: (require_parameters("verl.experimental.agent_loop.agent_loop:register", "agent_name"),
+                      require_parameters("verl.experimental.agent_loop.agent_loop:AgentLoopBase.run",
+                                         "sampling_params"))),
+    Internal("extra_fields -> tool_extra_fields -> extra_info (naive, limited, remote)",
+             "reward_fns/multi_turn.py: the reward reads the trajectory record from extra_info",
+             lambda: (require_source("verl.experimental.agent_loop.agent_loop:AgentLoopWorker",
+                                     '"tool_extra_fields": np.array([o.extra_fields for o in outputs]'),
+                      *(require_source(f"verl.experimental.reward_loop.reward_manager.{name}",
+                                       "extra_info.update(tool_extra_fields.items())")
+                        for name in ("naive", "limited", "remote")))),
     # The CPU mode.
     Internal("verl.utils.distributed.initialize_global_process_group_ray", f"{CPU}plugin.py: single gloo backend",
              lambda: (require_parameters("verl.utils.distributed:initialize_global_process_group_ray",
