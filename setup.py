@@ -38,7 +38,8 @@ setup(
         "uvicorn",
     ],
     extras_require={
-        "test": ["pytest", "pytest-timeout", "ruff"],
+        # The linters are pinned: a new ruff formats differently and a new mypy finds other errors than the baseline.
+        "test": ["pytest", "pytest-timeout", "ruff==0.17.6", "mypy==2.4.1", "pre-commit"],
         # The cluster stack: verl's own vLLM pin set (vllm 0.24.0 with the torch 2.11.0 / transformers it pins).
         # flash-attn is not listed: PyPI has only its source, whose build needs that torch installed first and
         # no build isolation; `make setup-gpu` installs it after this extra (Makefile, README "GPU cluster set-up").
