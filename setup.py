@@ -1,6 +1,6 @@
 """nouscoder-verl: the NousCoder / DeepCoder / MicroCoder code-RL recipe as a verl 0.9.1 extension."""
 
-from setuptools import find_namespace_packages, find_packages, setup
+from setuptools import find_packages, setup
 
 setup(
     name="nouscoder-verl",
@@ -9,12 +9,12 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
-    # The bundled sample's problem folders hold Python files (generators, reference and wrong solutions) that the
-    # sample loader reads as data: ship them as namespace packages so setuptools installs every file in them.
-    packages=find_packages(include=["verl_ext*", "reward_fns*", "data_prep*", "recipe*"])
-    + find_namespace_packages(include=["data_prep.sample.problems.*"]),
+    packages=find_packages(include=["verl_ext*", "reward_fns*", "data_prep*", "recipe*"]),
     include_package_data=True,
-    package_data={"data_prep.sample": ["*.md", "*.toml"], "data_prep.sample.problems": ["*/*"], "recipe": ["**/*.md"]},
+    # The bundled sample's problem folders are data (statements, tests, generators, reference, wrong and hostile
+    # programs read by data_prep.sample.bundle), not packages. Installed into site-packages they are hidden from
+    # sandboxed programs like the rest of this package (reward_fns/sandbox/isolation.py, interpreter_paths).
+    package_data={"data_prep.sample": ["*.md", "*.toml", "problems/*/*"], "recipe": ["**/*.md"]},
     install_requires=[
         "verl==0.9.1",
         "torch>=2.6",
@@ -38,7 +38,8 @@ setup(
         "uvicorn",
     ],
     extras_require={
-        "test": ["pytest", "pytest-timeout", "ruff"],
+        # The linters are pinned: a new ruff formats differently and a new mypy finds other errors than the baseline.
+        "test": ["pytest", "pytest-timeout", "ruff==0.17.6", "mypy==2.4.1", "pre-commit"],
         # The cluster stack: verl's own vLLM pin set (vllm 0.24.0 with the torch 2.11.0 / transformers it pins).
         # flash-attn is not listed: PyPI has only its source, whose build needs that torch installed first and
         # no build isolation; `make setup-gpu` installs it after this extra (Makefile, README "GPU cluster set-up").

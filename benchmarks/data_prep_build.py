@@ -9,8 +9,11 @@ train problems with on average ``--tests`` tests each (50 to 150, inputs of ~``-
 - build: ``python -m data_prep.build_deepcoder_mix --from local`` at several problem counts (``--limit-per-source``);
 - verl: ``RLHFDataset`` over the full ``train.parquet`` (``data_prep.verl_check``).
 
-Prints wall time and peak RSS of each, and the ratios build / baseline. Targets (issue 5): the full build under
-10 minutes and 4 GB peak RSS on a 2-core machine.
+Prints wall time and peak RSS of each, and the ratios build / baseline. Targets: the full build under 10 minutes
+and 4 GB peak RSS on a 2-core machine (data_prep/README.md "Memory and speed").
+
+A bare run is the full benchmark (24,000 problems: minutes, and more than 1 GB of memory); ``--problems 2000 --large 0``
+checks the set-up on a small scale.
 
     .venv/bin/python benchmarks/data_prep_build.py --problems 24000 --work-dir /tmp/data_prep_bench
 """
@@ -32,6 +35,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from reward_fns.cli import DefaultsHelpFormatter
+
+
+class HelpFormatter(DefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """The module docstring as written, and each flag's default."""
+
 
 CHILD = """
 import json, resource, sys, time
@@ -133,7 +143,7 @@ def run_child(kind: str, args: list[str]) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--problems", type=int, default=24000, help="train problems in the synthetic sources")
     parser.add_argument("--tests", type=int, default=100, help="average tests per problem")
     parser.add_argument("--input-chars", type=int, default=400, help="characters per test input")

@@ -1,4 +1,4 @@
-"""Ray grading pool (issue 6): throughput, overlap with generation, and the three parallel granularities.
+"""Ray grading pool: throughput, overlap with generation, and the three parallel granularities.
 
 On a local Ray cluster (``--cpus``), through ``reward_fns.async_score.compute_score`` exactly as verl calls it:
 
@@ -39,7 +39,7 @@ FAST_VERDICTS = ("accepted", "wrong_answer", "runtime_error", "no_code", "compil
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpus", type=int, default=2, help="CPUs of the local Ray cluster (default 2)")
-    parser.add_argument("--time-limit", type=float, default=4.0, help="per-test wall limit in seconds (default 4)")
+    parser.add_argument("--time-limit-s", type=float, default=4.0, help="per-test wall limit in seconds (default 4)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="times the sample is graded in the throughput part (default 2)")
     parser.add_argument("--arrivals", type=int, default=30, help="completions the generator emits (default 30)")
@@ -83,7 +83,7 @@ def throughput(args: argparse.Namespace, jobs: list[tuple[str, str, str]]) -> fl
     batch = [(completion, truth) for completion, truth, _ in jobs] * args.rounds
     seconds = {}
     for workers in (1, 2):
-        kwargs = settings(f"bench_w{workers}", args.time_limit, workers=workers)
+        kwargs = settings(f"bench_w{workers}", args.time_limit_s, workers=workers)
         started = time.perf_counter()
         results = asyncio.run(grade_concurrently(batch, kwargs, f"{workers} worker(s)"))
         seconds[workers] = time.perf_counter() - started
@@ -121,7 +121,7 @@ def overlap(args: argparse.Namespace, jobs: list[tuple[str, str, str]], seconds_
     print("== 2. overlap with generation")
     interval = args.arrival_interval or 1.25 * seconds_per_completion
     arrivals = [(completion, truth) for completion, truth, _ in (jobs * 4)[: args.arrivals]]
-    kwargs = settings("bench_overlap", args.time_limit, workers=2)
+    kwargs = settings("bench_overlap", args.time_limit_s, workers=2)
 
     async def generate(on_arrival) -> float:
         tasks = []
@@ -172,7 +172,7 @@ def granularity(args: argparse.Namespace) -> None:
     completion = f"```python\n{program}\n```"
     figures, lone = {}, {}
     for mode in ("per_rollout", "per_problem", "per_test"):
-        kwargs = settings(f"bench_{mode}", args.time_limit, workers=2, granularity=mode, group_size=args.group,
+        kwargs = settings(f"bench_{mode}", args.time_limit_s, workers=2, granularity=mode, group_size=args.group,
                           tests_per_chunk=args.chunk)
         (alone,) = asyncio.run(grade_concurrently([(completion, truth)], kwargs, mode))
         lone[mode] = alone["latency_s"]

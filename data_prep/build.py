@@ -66,6 +66,18 @@ class DateWindow:
         return None
 
 
+KNOWN_TEST_COUNTS = {("release_v6", "2024-08-01", "2025-05-01"): 454}
+"""Published sizes of LiveCodeBench test windows (NousCoder blog: "LiveCodeBench v6 (08/01/2024-05/01/2025) consisting
+of 454 problems")."""
+
+
+def known_test_count(lcb_version: str, window: DateWindow) -> int | None:
+    """The published size of this release's test window, or None when nothing is known (no warning then)."""
+    if window.train_before not in (None, window.test_start):
+        return None
+    return KNOWN_TEST_COUNTS.get((lcb_version, window.test_start, window.test_end))
+
+
 @dataclass(frozen=True)
 class BuildConfig:
     out_dir: Path
@@ -79,7 +91,8 @@ class BuildConfig:
     """Repository -> branch, tag or commit to read (hub) or to insist on (local copy)."""
     lcb_version: str = "release_v6"
     window: DateWindow = field(default_factory=DateWindow)
-    expected_test_count: int = 454
+    expected_test_count: int | None = None
+    """Warn when the test split has another size; None = the known size of the window (``known_test_count``)."""
     prompt_variant: str = "nouscoder"
     quality: QualityConfig = field(default_factory=QualityConfig)
     decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)
@@ -148,10 +161,11 @@ def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[s
     test_writer = SplitWriter(config.out_dir / "test.parquet", max_group_bytes=group_bytes)
     _write_test_split(_test_problems(config, mode, sample, lcb_files, stats), test_writer, index, config, stats)
     test_hash = test_writer.close()
-    if test_writer.rows_written != config.expected_test_count:
+    expected = config.expected_test_count or known_test_count(config.lcb_version, config.window)
+    if expected is not None and mode != "sample" and test_writer.rows_written != expected:
         stats.warnings.append(
-            f"test split has {test_writer.rows_written} problems; LiveCodeBench v6 "
-            f"[{config.window.test_start}, {config.window.test_end}) should have {config.expected_test_count}"
+            f"test split has {test_writer.rows_written} problems; LiveCodeBench {config.lcb_version} "
+            f"[{config.window.test_start}, {config.window.test_end}) should have {expected}"
         )
 
     train_writer = SplitWriter(config.out_dir / "train.parquet", max_group_bytes=group_bytes)

@@ -17,6 +17,7 @@ from data_prep.filters import QualityConfig
 from data_prep.loading import SourceUnavailable
 from data_prep.prompts import PROMPT_VARIANTS
 from data_prep.sources import SOURCES
+from reward_fns.cli import DefaultsHelpFormatter
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             "RLHFDataset rows with reward_fns ground truth. With no arguments: reads the hub, and stops with the "
             "download commands when it is unreachable; the 44-problem bundled sample only with --from sample."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("--out", type=Path, default=Path("data/deepcoder_mix"), help="output directory")
     add_source_arguments(parser)
@@ -114,7 +115,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="LiveCodeBench problems dated before this train (default: --test-start)",
     )
     parser.add_argument(
-        "--expected-test-count", type=int, default=454, help="warn when the test split has another size"
+        "--expected-test-count",
+        type=int,
+        default=None,
+        help="warn when the test split has another size (default: 454 for release_v6 [2024-08-01, 2025-05-01), the "
+        "NousCoder evaluation set; no check for other windows)",
     )
     parser.add_argument(
         "--prompt-variant",

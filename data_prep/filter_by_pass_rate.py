@@ -9,8 +9,9 @@ NousCoder found ~10k of its 24k problems solved by every rollout of Qwen3-14B; t
 - k == 0 (never solved): dropped only with ``--drop-all-fail``;
 - problems without rollouts are kept and counted.
 
-``--debug-subset N`` also writes a fixed subset of N problems with 0 < k < G (the ones with learning signal),
-chosen by the order of sha256(seed:problem_id), so the same rollouts always give the same subset.
+``--debug-subset N`` also writes a fixed subset of N problems of the data with 0 < k < G (the ones with learning
+signal), chosen by the order of sha256(seed:problem_id), so the same rollouts always give the same subset; the report's
+``debug_ids`` are exactly the problems written there.
 
     python -m data_prep.filter_by_pass_rate --rollouts R.jsonl --data train.parquet --out train_filtered.parquet \\
         --debug-subset 64
@@ -30,6 +31,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
+
+from reward_fns.cli import DefaultsHelpFormatter
 
 ACCEPTED = "accepted"
 
@@ -77,10 +80,21 @@ def read_rollouts(path: Path) -> PassCounts:
     return counts
 
 
-def debug_subset(counts: PassCounts, size: int, seed: int = 0) -> list[str]:
-    """``size`` problem ids with 0 < pass@G < 1, the first in sha256(seed:problem_id) order."""
-    mixed = [problem_id for problem_id in counts.rollouts if counts.category(problem_id) == "mixed"]
+def debug_subset(counts: PassCounts, size: int, seed: int = 0, available: set[str] | None = None) -> list[str]:
+    """``size`` problem ids with 0 < pass@G < 1 (among ``available``, the data's ids, when given), the first in
+    sha256(seed:problem_id) order."""
+    mixed = [
+        problem_id
+        for problem_id in counts.rollouts
+        if counts.category(problem_id) == "mixed" and (available is None or problem_id in available)
+    ]
     return sorted(mixed, key=lambda problem_id: hashlib.sha256(f"{seed}:{problem_id}".encode()).hexdigest())[:size]
+
+
+def data_problem_ids(data: Path) -> set[str]:
+    """``extra_info.problem_id`` of every row of ``data`` (reads only the small ``extra_info`` column)."""
+    column = pq.read_table(data, columns=["extra_info"]).column("extra_info").combine_chunks()
+    return set(column.field("problem_id").to_pylist())
 
 
 def filter_parquet(
@@ -132,7 +146,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m data_prep.filter_by_pass_rate",
         description="Drop problems whose G rollouts all pass (optionally all fail); write a fixed debug subset.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument(
         "--rollouts", type=Path, required=True, help="grading CLI output (JSON Lines) of G rollouts per problem"
@@ -158,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"filter_by_pass_rate: error: {exc}", file=sys.stderr)
         return 2
-    debug_ids = debug_subset(counts, args.debug_subset, args.seed) if args.debug_subset else []
+    debug_ids = debug_subset(counts, args.debug_subset, args.seed, data_problem_ids(args.data)) if args.debug_subset else []
     debug_out = None
     if args.debug_subset:
         debug_out = args.debug_out or args.out.with_name(f"{args.out.stem}.debug{args.debug_subset}.parquet")
@@ -166,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     report |= {"rollouts": str(args.rollouts), "data": str(args.data), "out": str(args.out), "debug_ids": debug_ids}
     if len(debug_ids) < args.debug_subset:
         print(
-            f"filter_by_pass_rate: only {len(debug_ids)} problems have 0 < pass@G < 1 (asked for {args.debug_subset})"
+            f"filter_by_pass_rate: only {len(debug_ids)} problems of {args.data} have 0 < pass@G < 1 "
+            f"(asked for {args.debug_subset})"
         )
     report_path = args.report or args.out.with_name(f"{args.out.stem}.report.json")
     report_path.write_text(json.dumps(report, indent=2) + "\n")

@@ -45,6 +45,7 @@ from data_prep.build_deepcoder_mix import add_source_arguments, source_settings
 from data_prep.loading import SourceUnavailable, sample_problems
 from data_prep.problem import Problem
 from data_prep.sources import lcb_release_files
+from reward_fns.cli import DefaultsHelpFormatter, add_grader_arguments, grader_overrides
 from reward_fns.extract import extract_code
 from reward_fns.score import grader_config
 from reward_fns.types import GraderConfig, GradeResult, Verdict
@@ -305,7 +306,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Grade the gold solutions the sources ship against the converted ground truth (reward_fns "
         "sandbox; the Ray grading pool when a cluster is there). Writes one JSON line per problem and a summary; "
         "pass the result to build_deepcoder_mix --verified to drop problems none of whose gold solutions pass.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("--out", type=Path, required=True, help="JSONL written here; the summary beside it")
     add_source_arguments(parser)
@@ -321,9 +322,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ray-address", default=None, help="Ray cluster address (default: $RAY_ADDRESS)")
     parser.add_argument("--workers", type=int, default=None, help="local pool: sandbox workers (default: all cores)")
     parser.add_argument("--window", type=int, default=256, help="Ray pool: completions in flight at a time")
-    parser.add_argument("--time-limit", type=float, default=None, help="seconds per test (default: 15, NousCoder)")
-    parser.add_argument("--memory-limit-mb", type=int, default=None, help="memory per test in MB (default: 4096)")
-    parser.add_argument("--compare-mode", choices=["lcb", "tolerant"], default=None, help="output comparison")
+    add_grader_arguments(parser)
     args = parser.parse_args(argv)
     if args.max_solutions < 1:
         parser.error("--max-solutions must be at least 1")
@@ -340,9 +339,7 @@ def make_grader(args: argparse.Namespace, config: GraderConfig) -> LocalGrader |
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     config = BuildConfig(out_dir=args.out.parent, **source_settings(args))
-    grading = grader_config(
-        {"time_limit_s": args.time_limit, "memory_limit_mb": args.memory_limit_mb, "compare_mode": args.compare_mode}
-    )
+    grading = grader_config(grader_overrides(args))
     stats = BuildStats()
     grader = make_grader(args, grading)
     print(f"verify_solutions: grading with the {grader.description}", file=sys.stderr)

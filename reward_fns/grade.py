@@ -25,30 +25,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from reward_fns.batch_grading import Completion, grade_in_order, output_record
+from reward_fns.cli import DefaultsHelpFormatter, add_grader_arguments, grader_overrides
 from reward_fns.extract import extract_code
 from reward_fns.grade_summary import SummaryRow, format_summary
 from reward_fns.sandbox import GraderPool, IsolationUnavailableError
 from reward_fns.score import grader_config
 from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
-
-
-@dataclass(slots=True)
-class Completion:
-    """One completion line and, when it cannot be run, its result decided without running anything."""
-
-    line_number: int
-    record: dict[str, Any]
-    code: str = ""
-    problem: Problem | None = None
-    decided: GradeResult | None = None
 
 
 @dataclass(slots=True)
@@ -134,53 +124,13 @@ def _prepare_completion(path: Path, line_number: int, record: dict[str, Any], ta
     code = extract_code(completion)
     del record["completion"]  # the model text is not passed through; only the program is kept, until graded
     if code is None:
-        no_code = GradeResult(Verdict.NO_CODE, total=len(problem.tests), detail="no fenced python block")
+        no_code = GradeResult.no_code(problem)
         return Completion(line_number, record, decided=no_code)
     return Completion(line_number, record, code=code, problem=problem)
 
 
 def _internal_error(detail: str) -> GradeResult:
     return GradeResult(Verdict.INTERNAL_ERROR, detail=detail)
-
-
-def grade_in_order(completions: Iterable[Completion], pool: GraderPool) -> Iterator[tuple[Completion, GradeResult]]:
-    """Every completion with its result, in input order; only runnable ones go to the pool, streamed.
-
-    ``waiting`` holds the completions read but not yet yielded: those the pool has taken (at most its read-ahead)
-    and the decided ones between them.
-    """
-    waiting: deque[Completion] = deque()
-
-    def jobs() -> Iterator[tuple[str, Problem]]:
-        for completion in completions:
-            waiting.append(completion)
-            if completion.decided is None:
-                yield completion.code, completion.problem
-
-    for result in pool.grade_many(jobs()):
-        while waiting[0].decided is not None:
-            decided = waiting.popleft()
-            yield decided, decided.decided
-        yield waiting.popleft(), result
-    while waiting:
-        decided = waiting.popleft()
-        yield decided, decided.decided
-
-
-def output_record(completion: Completion, result: GradeResult) -> dict[str, Any]:
-    """Passed-through keys of the completion line (without the completion text), then the grading result."""
-    record = {key: value for key, value in completion.record.items() if key != "completion"}
-    record.update(
-        problem_id=completion.record.get("problem_id"),
-        score=result.score,
-        verdict=str(result.verdict),
-        passed=result.passed,
-        total=result.total,
-        time_s=round(result.time_s, 6),
-        max_test_time_s=round(result.max_test_time_s, 6),
-        detail=result.detail,
-    )
-    return record
 
 
 def count_lines(path: Path) -> int:
@@ -209,6 +159,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Grade model completions against problems' hidden tests in the sandbox; one output line per "
         "completion, in input order. Settings not given as flags come from REWARD_FNS_<FIELD> environment "
         "variables (fields of reward_fns.types.GraderConfig), else the NousCoder defaults.",
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("--problems", type=Path, required=True, help="JSONL: problem_id, ground_truth, data_source")
     parser.add_argument(
@@ -216,18 +167,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, required=True, help="JSONL written here, one line per completion")
     parser.add_argument("--workers", type=int, default=None, help="parallel sandbox workers (default: all cores)")
-    parser.add_argument(
-        "--compare-mode", choices=["lcb", "tolerant"], default=None, help="output comparison (default: lcb)"
-    )
-    parser.add_argument("--time-limit", type=float, default=None, help="wall-clock seconds per test (default: 15)")
-    parser.add_argument("--memory-limit-mb", type=int, default=None, help="memory per test in MB (default: 4096)")
-    parser.add_argument(
-        "--isolation",
-        choices=["auto", "strict", "none"],
-        default=None,
-        help="auto: every mechanism the host allows (warns for missing ones); strict: refuse to run without all; "
-        "none: rlimits only, for trusted code (default: auto)",
-    )
+    add_grader_arguments(parser)
     parser.add_argument(
         "--summary", action="store_true", help="print a table of verdicts and timings per completion and per verdict"
     )
@@ -247,14 +187,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    config = grader_config(
-        {
-            "compare_mode": args.compare_mode,
-            "time_limit_s": args.time_limit,
-            "memory_limit_mb": args.memory_limit_mb,
-            "isolation": args.isolation,
-        }
-    )
+    config = grader_config(grader_overrides(args))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         with args.out.open("w", encoding="utf-8") as out:

@@ -29,27 +29,30 @@ process and every such sample is ``internal_error`` with ``ground_truth_error`` 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import logging
 import os
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any
 
 from reward_fns.extract import extract_code
 from reward_fns.multi_turn import response_to_grade, turn_penalty
 from reward_fns.sandbox import grade_program
-from reward_fns.types import POOL_SETTING_PREFIX, GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
+from reward_fns.settings import settings_from
+from reward_fns.types import (
+    GRADER_ENV_PREFIX,
+    POOL_SETTING_PREFIX,
+    GraderConfig,
+    GradeResult,
+    GroundTruthError,
+    Problem,
+    Verdict,
+)
 
 logger = logging.getLogger(__name__)
 
-ENV_PREFIX = "REWARD_FNS_"
-_CONFIG_FIELDS = {field.name: field for field in dataclasses.fields(GraderConfig)}
-_CONFIG_CHOICES = {
-    name: get_args(hint) for name, hint in get_type_hints(GraderConfig).items() if get_origin(hint) is Literal
-}
 _VERL_EXTRA_KWARGS = frozenset({"reward_router_address", "reward_model_tokenizer"})
 _PROBLEM_CACHE_SIZE = 8
 """Parsed problems kept per process: the n responses of a prompt arrive together; each entry costs about the size of
@@ -98,7 +101,7 @@ def grade_response(response: str, ground_truth: Any, config: GraderConfig) -> Gr
     code = extract_code(response)
     if code is None:
         elapsed = time.perf_counter() - started
-        return GradeResult(Verdict.NO_CODE, total=len(problem.tests), time_s=elapsed, detail="no fenced python block")
+        return GradeResult.no_code(problem, elapsed)
     return grade_program(code, problem, config)
 
 
@@ -136,33 +139,10 @@ def grader_config(overrides: Mapping[str, Any] | None = None, environ: Mapping[s
         ValueError: an override or variable names no ``GraderConfig`` field, or its value has the wrong type.
     """
     environ = os.environ if environ is None else environ
-    overrides = dict(overrides or {})
-    unknown = sorted(set(overrides) - set(_CONFIG_FIELDS))
-    if unknown:
-        raise ValueError(f"unknown grader setting(s) {unknown}; valid: {sorted(_CONFIG_FIELDS)}")
-    values: dict[str, Any] = {}
-    for name, field in _CONFIG_FIELDS.items():
-        variable = ENV_PREFIX + name.upper()
-        if name in overrides and overrides[name] is not None:
-            values[name] = _coerce(name, name, overrides[name], field.default)
-        elif variable in environ:
-            values[name] = _coerce(name, variable, environ[variable], field.default)
-    return GraderConfig(**values)
-
-
-def _coerce(field_name: str, source: str, value: Any, default: Any) -> Any:
-    """Convert ``value`` to the type of the field's default (None defaults are floats); check Literal choices."""
-    kind = type(default) if default is not None else float
-    try:
-        converted = kind(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"grader setting {source}={value!r} must be of type {kind.__name__}") from exc
-    choices = _CONFIG_CHOICES.get(field_name)
-    if choices and converted not in choices:
-        raise ValueError(f"grader setting {source}={value!r} must be one of {list(choices)}")
-    return converted
+    return settings_from(GraderConfig, overrides, environ, env_prefix=GRADER_ENV_PREFIX, label="grader")
 
 
 def _log_internal_error(result: GradeResult, extra_info: Mapping[str, Any] | None) -> None:
-    where = {key: extra_info[key] for key in ("problem_id", "index", "split", "source") if key in (extra_info or {})}
+    info = extra_info or {}
+    where = {key: info[key] for key in ("problem_id", "index", "split", "source") if key in info}
     logger.error("internal_error #%d (%s): %s", next(_internal_errors), where or "unknown problem", result.detail)

@@ -107,6 +107,10 @@ def _log_first(message: str) -> None:
                      message)
 
 
+GRADER_ENV_PREFIX = "REWARD_FNS_"
+"""``GraderConfig`` fields not given as arguments are read from ``REWARD_FNS_<FIELD>`` (``reward_fns.score``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GraderConfig:
     """Limits and comparison rules. Defaults come from the NousCoder blog ("RL Environment")."""
@@ -157,6 +161,11 @@ class GradeResult:
         """``internal_error`` for a ground truth that cannot be read, flagged so the step metrics count it."""
         return cls(Verdict.INTERNAL_ERROR, time_s=time_s, detail=f"{BAD_GROUND_TRUTH}{error}", ground_truth_error=True)
 
+    @classmethod
+    def no_code(cls, problem: Problem, time_s: float = 0.0) -> GradeResult:
+        """``no_code`` for a response without a fenced python block: nothing ran, every test counts as not passed."""
+        return cls(Verdict.NO_CODE, total=len(problem.tests), time_s=time_s, detail="no fenced python block")
+
     @property
     def accepted(self) -> bool:
         return self.verdict is Verdict.ACCEPTED
@@ -165,3 +174,13 @@ class GradeResult:
     def score(self) -> float:
         """+1.0 when every test passed, -1.0 otherwise (NousCoder reward)."""
         return 1.0 if self.accepted else -1.0
+
+    @property
+    def tests_executed(self) -> int:
+        """Tests that ran: every passed test, plus the failing one (grading stops at the first failure). None failed
+        after ``accepted``, ``no_code``, ``compile_error`` or an ``internal_error`` before any test."""
+        nothing_failed = self.verdict in _NO_FAILING_TEST or (self.verdict is Verdict.INTERNAL_ERROR and self.total == 0)
+        return self.passed if nothing_failed else self.passed + 1
+
+
+_NO_FAILING_TEST = frozenset({Verdict.ACCEPTED, Verdict.NO_CODE, Verdict.COMPILE_ERROR})

@@ -4,6 +4,7 @@ import math
 from typing import Any
 
 import torch
+from verl.trainer.ppo.rollout_corr_helper import _parse_rollout_is_threshold
 
 LOG_RATIO_BOUND = 20.0
 """log-ratios are clamped to [-20, 20] before exp, as in verl's built-in losses (exp(20) ~ 4.9e8 fits in fp32)."""
@@ -45,13 +46,15 @@ def global_batch_info(config: Any) -> dict[str, Any]:
 
 
 def tis_cap(config: Any) -> float | None:
-    """C of TIS from `actor.policy_loss.rollout_correction.rollout_is_threshold` (upper bound of 'lower_upper')."""
+    """C of TIS from `actor.policy_loss.rollout_correction.rollout_is_threshold`, read by verl's own parser (a
+    number, or a string `"upper"` / `"lower_upper"`), so the metric's cap is the one verl clamps the weights at."""
     policy_loss = config.get("policy_loss", None)
     correction = policy_loss.get("rollout_correction", None) if policy_loss is not None else None
     threshold = correction.get("rollout_is_threshold", None) if correction is not None else None
     if threshold is None:
         return None
-    return float(str(threshold).split("_")[-1])
+    upper, _lower = _parse_rollout_is_threshold(threshold)
+    return upper
 
 
 def compute_dtype(log_prob: torch.Tensor) -> torch.dtype:

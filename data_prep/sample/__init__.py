@@ -5,7 +5,7 @@
     wrong = load_solutions(kinds=["wrong_answer"])  # model-style completions with their expected verdicts
 """
 
-from data_prep.sample.problems import DATA_SOURCE, SAMPLE_DIR, SampleProblem, load_problems
+from data_prep.sample.bundle import DATA_SOURCE, SAMPLE_DIR, SampleProblem, load_problems
 from data_prep.sample.solutions import SampleSolution, load_solutions
 
 __all__ = ["DATA_SOURCE", "SAMPLE_DIR", "SampleProblem", "SampleSolution", "load_problems", "load_solutions"]

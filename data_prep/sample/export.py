@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from data_prep.sample.problems import DATA_SOURCE, load_problems
+from data_prep.sample.bundle import DATA_SOURCE, load_problems
 from data_prep.sample.solutions import SampleSolution, load_solutions
 
 

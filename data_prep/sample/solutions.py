@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from data_prep.sample.problems import PROBLEMS_DIR, load_problem, problem_ids
+from data_prep.sample.bundle import PROBLEMS_DIR, load_problem, problem_ids
 from reward_fns.types import Verdict
 
 HEADER_FIELD = re.compile(r"^# (expected_verdict|note|needs_large_tests): ?(.*)$")

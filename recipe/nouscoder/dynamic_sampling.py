@@ -24,6 +24,7 @@ metric has zero std and dispatches replacement prompts. What it lacks, and what 
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import transfer_queue as tq
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer, ReplayBufferAsync
@@ -48,7 +49,13 @@ class RolloutFailures(RuntimeError):
     """More failed rollout groups in one step than ``nouscoder.dynamic_sampling.max_failed_groups``."""
 
 
-class CappedGroupFilterMixin:
+if TYPE_CHECKING:  # the mixin always sits before a verl ReplayBuffer in the MRO
+    _VerlBuffer = ReplayBuffer
+else:
+    _VerlBuffer = object
+
+
+class CappedGroupFilterMixin(_VerlBuffer):
     """Adds the extra-generation cap, drop statistics and solved-problem reporting to a verl ReplayBuffer."""
 
     def configure_dynamic_sampling(

@@ -9,8 +9,8 @@
 Files in ``--out``: ``generations/`` (vLLM samples, append-only), ``graded.jsonl`` (grades, append-only),
 ``results.json``, ``per_problem.csv``, ``report.md``, ``pass1_by_difficulty.png``, ``length_hist.png``,
 ``pass_at_k.png``. Rerunning the same command resumes: only samples missing from the caches are generated
-or graded. Metrics and their formulas: ``recipe/nouscoder/lcb_metrics.py``; documentation: ``EVAL.md``.
-With ``--turns N`` (N >= 2) each sample is a conversation with public-test feedback (``lcb_multi_turn``); the
+or graded. Metrics and their formulas: ``recipe/nouscoder/eval/metrics.py``; documentation: ``recipe/nouscoder/eval/README.md``.
+With ``--turns N`` (N >= 2) each sample is a conversation with public-test feedback (``recipe.nouscoder.eval.multi_turn``); the
 first turns are also graded (``graded_first_turn.jsonl``), so the report holds single-turn and multi-turn pass@k.
 """
 
@@ -26,22 +26,23 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from recipe.nouscoder import lcb_compare
-from recipe.nouscoder.lcb_cache import check_settings, read_records
-from recipe.nouscoder.lcb_data import EvalProblem, load_eval_problems
-from recipe.nouscoder.lcb_generate import (
+from recipe.nouscoder.eval import compare
+from recipe.nouscoder.eval.cache import check_settings, read_records
+from recipe.nouscoder.eval.data import EvalProblem, load_eval_problems
+from recipe.nouscoder.eval.generate import (
     EngineFactory,
     GenerationSettings,
     generate_missing,
     read_generations,
     settings_dict,
 )
-from recipe.nouscoder.lcb_grading import grade_pending
-from recipe.nouscoder.lcb_metrics import GradedSample, ProblemResult, default_ks, summarize
-from recipe.nouscoder.lcb_multi_turn import multi_turn_summary
-from recipe.nouscoder.lcb_report import write_report
-from recipe.nouscoder.lcb_samples import Sample, read_completions_file
+from recipe.nouscoder.eval.grading import grade_pending
+from recipe.nouscoder.eval.metrics import GradedSample, ProblemResult, default_ks, summarize
+from recipe.nouscoder.eval.multi_turn import multi_turn_summary
+from recipe.nouscoder.eval.report import write_report
+from recipe.nouscoder.eval.samples import Sample, read_completions_file
 from recipe.nouscoder.multi_turn.options import MultiTurnOptions
+from reward_fns.cli import DefaultsHelpFormatter, add_grader_arguments, grader_overrides
 from reward_fns.sandbox import IsolationUnavailableError
 from reward_fns.score import grader_config
 from reward_fns.types import GraderConfig
@@ -70,7 +71,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "elsewhere (--completions), grade them with reward_fns and the training limits, and write results.json, "
         "per_problem.csv, report.md and PNG plots to --out. Rerunning resumes from the caches in --out. "
         "`python -m recipe.nouscoder.eval_lcb compare A/results.json B/results.json` compares two runs.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--model", help="HF model directory or id to sample with vLLM (needs GPUs and vllm)")
@@ -130,12 +131,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     grading = parser.add_argument_group("grading (defaults: the training limits of reward_fns.types.GraderConfig, "
                                         "or REWARD_FNS_* environment variables)")
     grading.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel grader workers")
-    grading.add_argument("--time-limit-s", type=float, default=None, help="wall-clock limit per test (default 15)")
-    grading.add_argument("--memory-limit-mb", type=int, default=None, help="memory limit per test (default 4096)")
-    grading.add_argument("--compare-mode", choices=("lcb", "tolerant"), default=None,
-                         help="output comparison (default lcb)")
-    grading.add_argument("--isolation", choices=("auto", "strict", "none"), default=None,
-                         help="sandbox isolation (default auto); see reward_fns/README.md")
+    add_grader_arguments(grading)
     args = parser.parse_args(argv)
     if args.n is not None and args.n < 1:
         parser.error("--n must be >= 1")
@@ -259,8 +255,7 @@ def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None)
     """The whole evaluation; returns the summary written to ``results.json``."""
     args.out.mkdir(parents=True, exist_ok=True)
     all_problems = load_eval_problems(args.data)
-    config = grader_config({"time_limit_s": args.time_limit_s, "memory_limit_mb": args.memory_limit_mb,
-                            "compare_mode": args.compare_mode, "isolation": args.isolation})
+    config = grader_config(grader_overrides(args))
     samples, settings = load_samples(args, all_problems, make_engine, config)
     n = args.n if args.completions is not None else (args.n or DEFAULT_N)
     samples, problems = select_samples(samples, all_problems, n, args.allow_missing)
@@ -290,7 +285,7 @@ def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None)
 def main(argv: Sequence[str] | None = None, make_engine: EngineFactory | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["compare"]:
-        return lcb_compare.main(argv[1:])
+        return compare.main(argv[1:])
     args = parse_args(argv)
     try:
         summary = evaluate(args, make_engine)

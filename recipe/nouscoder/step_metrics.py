@@ -16,7 +16,6 @@ from verl import DataProto
 
 from recipe.nouscoder.diversity import batch_group_diversity
 from reward_fns.ray_pool.metrics import PREFIX, columns_from_samples, grading_step_metrics
-from reward_fns.ray_pool.worker import tests_executed
 from reward_fns.types import GradeResult, Verdict
 from verl_ext.metrics import compute_length_bias_metrics
 
@@ -130,14 +129,14 @@ def executed_tests(info: Mapping[str, Any]) -> int:
     """Tests that ran for one reward dict: the pool's ``tests_executed``, else derived from verdict / passed / total.
 
     The sync grader (``reward_fns.score.compute_score``) stops at the first failing test like the pool does, so
-    the pool's own rule (``reward_fns.ray_pool.worker.tests_executed``) gives the same count from its fields.
+    the pool's own rule (``GradeResult.tests_executed``) gives the same count from its fields.
     """
     if info.get("tests_executed") is not None:
         return int(info["tests_executed"])
     result = GradeResult(
         Verdict(info["verdict"]), passed=int(info.get("passed") or 0), total=int(info.get("total") or 0)
     )
-    return tests_executed(result)
+    return result.tests_executed
 
 
 def grading_metrics(reward_infos: Sequence[Mapping[str, Any]]) -> dict[str, float]:

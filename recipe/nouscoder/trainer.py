@@ -26,6 +26,7 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
 
 import logging
 import os
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import transfer_queue as tq
@@ -82,7 +83,7 @@ class _DropPrintKeywords(logging.LoggerAdapter):
 
 def tolerate_flush_keyword_in_verl_logs() -> None:
     if not isinstance(verl_separate_async.logger, _DropPrintKeywords):
-        verl_separate_async.logger = _DropPrintKeywords(verl_separate_async.logger, {})
+        verl_separate_async.logger = _DropPrintKeywords(verl_separate_async.logger, {})  # type: ignore[assignment]
 
 
 tolerate_flush_keyword_in_verl_logs()
@@ -136,7 +137,13 @@ def rollout_batch_from_fields(data: TensorDict) -> DataProto:
     return DataProto(batch=padded, non_tensor_batch=non_tensor)
 
 
-class NousCoderTrainerMixin:
+if TYPE_CHECKING:  # the mixin always sits before a verl trainer in the MRO: let the type checker see that base
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer as _VerlTrainer
+else:
+    _VerlTrainer = object
+
+
+class NousCoderTrainerMixin(_VerlTrainer):
     """Training-loop extensions shared by both trainers; see the module docstring for the hook order."""
 
     base_trainer_mode: str
@@ -171,8 +178,9 @@ class NousCoderTrainerMixin:
         # verl chooses its buffer class from trainer_mode with no injection point that keeps its constructor
         # arguments; the capped classes only add methods, so the built buffer is specialised in place.
         buffer.__class__ = capped_cls
+        capped = cast(CappedGroupFilterMixin, buffer)
         max_rounds = self.nouscoder.dynamic_sampling.max_extra_rounds
-        buffer.configure_dynamic_sampling(
+        capped.configure_dynamic_sampling(
             max_extra_prompts=None if max_rounds is None else int(max_rounds) * self.config.data.train_batch_size,
             pass_threshold=float(self.nouscoder.online_filter.pass_threshold),
             on_solved_problems=self._record_solved_in_buffer,

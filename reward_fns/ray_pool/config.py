@@ -8,11 +8,12 @@ or by the default below. Granularities follow the NousCoder blog ("RL Environmen
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
+
+from reward_fns.settings import settings_from
 
 from reward_fns.types import POOL_SETTING_PREFIX
 
@@ -62,10 +63,6 @@ class PoolConfig:
     """Name of the dispatcher actor shared by all reward-loop workers of the job (the first creator sizes it)."""
 
 
-_FIELDS = {field.name: field for field in dataclasses.fields(PoolConfig)}
-_CHOICES = {"granularity": get_args(Granularity), "placement": get_args(Placement)}
-
-
 def pool_config(kwargs: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> PoolConfig:
     """A ``PoolConfig`` from ``pool_*`` keys of ``kwargs`` (others ignored), then ``REWARD_FNS_POOL_*`` variables.
 
@@ -73,33 +70,10 @@ def pool_config(kwargs: Mapping[str, Any] | None = None, environ: Mapping[str, s
         ValueError: a ``pool_*`` key names no field, or a value has the wrong type or is not an allowed choice.
     """
     environ = os.environ if environ is None else environ
-    given = {key[len(KWARG_PREFIX):]: value for key, value in (kwargs or {}).items() if key.startswith(KWARG_PREFIX)}
-    unknown = sorted(set(given) - set(_FIELDS))
-    if unknown:
-        raise ValueError(f"unknown pool setting(s) {[KWARG_PREFIX + name for name in unknown]}; "
-                         f"valid: {sorted(KWARG_PREFIX + name for name in _FIELDS)}")
-    values: dict[str, Any] = {}
-    for name, field in _FIELDS.items():
-        variable = ENV_PREFIX + name.upper()
-        if given.get(name) is not None:
-            values[name] = _coerce(name, KWARG_PREFIX + name, given[name], field.default)
-        elif variable in environ:
-            values[name] = _coerce(name, variable, environ[variable], field.default)
-    return PoolConfig(**values)
+    given = {key: value for key, value in (kwargs or {}).items() if key in pool_keys(kwargs or {})}
+    return settings_from(PoolConfig, given, environ, env_prefix=ENV_PREFIX, key_prefix=KWARG_PREFIX, label="pool")
 
 
 def pool_keys(kwargs: Mapping[str, Any]) -> set[str]:
     """The keys of ``kwargs`` that belong to the pool (the rest are grader settings)."""
     return {key for key in kwargs if key.startswith(KWARG_PREFIX)}
-
-
-def _coerce(field_name: str, source: str, value: Any, default: Any) -> Any:
-    kind = type(default)
-    try:
-        converted = kind(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"pool setting {source}={value!r} must be of type {kind.__name__}") from exc
-    choices = _CHOICES.get(field_name)
-    if choices and converted not in choices:
-        raise ValueError(f"pool setting {source}={value!r} must be one of {list(choices)}")
-    return converted

@@ -30,7 +30,7 @@ from ray.exceptions import NodeDiedError, RayActorError, RayError, WorkerCrashed
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from reward_fns.ray_pool.config import PoolConfig
-from reward_fns.ray_pool.worker import SandboxWorker, tests_executed
+from reward_fns.ray_pool.worker import SandboxWorker
 from reward_fns.types import GraderConfig, GradeResult, Verdict
 
 logger = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ class GradingDispatcher:
             else:
                 result, regraded = await self._with_retry(job_id, key, config.total_time_budget_s, "grade", code, key,
                                                           ground_truth_ref, config)
-                executed = tests_executed(result)
+                executed = result.tests_executed
         except (_WorkerFailed, PoolExhaustedError) as exc:
             if self._fatal:  # the workers refused to start (strict isolation): stop the run, not -1 for everyone
                 raise RuntimeError(self._fatal) from exc
@@ -334,7 +334,7 @@ class GradingDispatcher:
         except (_WorkerFailed, PoolExhaustedError) as exc:
             results, regraded = [internal_error(f"grading failed twice: {exc}") for _ in group.codes], True
         for waiter, result in zip(group.waiters, results, strict=True):
-            waiter.set_result((result, tests_executed(result), regraded))
+            waiter.set_result((result, result.tests_executed, regraded))
 
     async def _per_test(self, job_id: int, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef],
                         config: GraderConfig) -> tuple[GradeResult, int, bool]:
@@ -345,7 +345,7 @@ class GradingDispatcher:
         if count == 0 or code is None:  # bad ground truth or no code: one call names the verdict
             result, regraded = await self._with_retry(job_id, key, config.total_time_budget_s, "grade", code, key,
                                                       ground_truth_ref, config)
-            return result, tests_executed(result), regraded
+            return result, result.tests_executed, regraded
         size = self.config.tests_per_chunk
         chunks = collections.deque((start, min(start + size, count)) for start in range(0, count, size))
         running: dict[asyncio.Task, int] = {}
@@ -384,7 +384,7 @@ class GradingDispatcher:
 
 
 def _executed(results: Mapping[int, GradeResult]) -> int:
-    return sum(tests_executed(result) for result in results.values())
+    return sum(result.tests_executed for result in results.values())
 
 
 def _combine_chunks(results: Mapping[int, GradeResult], total: int, elapsed_s: float) -> GradeResult:

@@ -15,17 +15,7 @@ import ray
 
 from reward_fns.ray_pool.cache import ProblemCache
 from reward_fns.sandbox.pool import ServerSet, grade_with
-from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
-
-NOT_RUN_VERDICTS = frozenset({Verdict.ACCEPTED, Verdict.NO_CODE, Verdict.COMPILE_ERROR})
-"""Verdicts after which no failing test ran: tests executed = ``passed`` (otherwise ``passed + 1``)."""
-
-
-def tests_executed(result: GradeResult) -> int:
-    """Tests that ran for ``result``: every passed test, plus the failing one (stop at the first failure)."""
-    if result.verdict in NOT_RUN_VERDICTS or (result.verdict is Verdict.INTERNAL_ERROR and result.total == 0):
-        return result.passed
-    return result.passed + 1
+from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem
 
 
 class SandboxWorker:
@@ -76,7 +66,7 @@ class SandboxWorker:
 
     def _grade_problem(self, code: str | None, problem: Problem, config: GraderConfig) -> GradeResult:
         if code is None:
-            return GradeResult(Verdict.NO_CODE, total=len(problem.tests), detail="no fenced python block")
+            return GradeResult.no_code(problem)
         return grade_with(self._servers, code, problem, config)
 
     def _problem(self, key: str, ground_truth_ref: list[ray.ObjectRef]) -> Problem | GradeResult:

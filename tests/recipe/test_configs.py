@@ -380,3 +380,13 @@ def test_separate_async_constraints_hold_for_48_gpus(name: str) -> None:
     assert (rollout.nnodes * rollout.n_gpus_per_node) % rollout.tensor_model_parallel_size == 0
     trainer_gpus = config.trainer.nnodes * config.trainer.n_gpus_per_node
     assert trainer_gpus % config.actor_rollout_ref.actor.ulysses_sequence_parallel_size == 0
+
+
+@pytest.mark.parametrize("name", ["dapo_32k", "debug_cpu", "eval_lcb_80k"])
+def test_hydra_keeps_its_run_record_under_the_run_directory(name: str) -> None:
+    """hydra's own output (composed config, overrides, log) goes to RUN_DIR/hydra/<time>/, not ./outputs/."""
+    overrides = [*REQUIRED_OVERRIDES.get(name, []), "trainer.default_local_dir=/runs/x"]
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        config = compose(config_name=name, overrides=overrides, return_hydra_config=True)
+        run_dir = str(config.hydra.run.dir)
+    assert re.fullmatch(r"/runs/x/hydra/\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", run_dir), run_dir

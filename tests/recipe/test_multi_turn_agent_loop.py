@@ -21,7 +21,7 @@ from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token
 from verl.workers.rollout.replica import TokenOutput
 
 from recipe.nouscoder.cpu.tiny_model import sample_program_texts, train_tokenizer
-from recipe.nouscoder.lcb_multi_turn import continue_with_user_turn
+from recipe.nouscoder.eval.multi_turn import continue_with_user_turn
 from recipe.nouscoder.multi_turn.agent_loop import PublicTestFeedbackAgentLoop, check_reward_manager
 from recipe.nouscoder.multi_turn.options import MultiTurnOptions
 from recipe.nouscoder.multi_turn.public_tests import public_grader_for

@@ -145,5 +145,5 @@ def test_grader_config_precedence_and_types():
     assert grader_config({}, {}) == GraderConfig()
     with pytest.raises(ValueError, match="must be one of"):
         grader_config({"compare_mode": "fuzzy"}, {})
-    with pytest.raises(ValueError, match="REWARD_FNS_MEMORY_LIMIT_MB='lots' must be of type int"):
+    with pytest.raises(ValueError, match="REWARD_FNS_MEMORY_LIMIT_MB=.lots. must be an integer"):
         grader_config({}, {"REWARD_FNS_MEMORY_LIMIT_MB": "lots"})

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from reward_fns.grade import Completion, grade_in_order, main
+from reward_fns.batch_grading import Completion, grade_in_order
+from reward_fns.grade import main
 from reward_fns.sandbox import GraderPool
 from reward_fns.types import GraderConfig, Problem
 
@@ -156,7 +157,7 @@ def test_grader_flags_reach_the_grader(tmp_path):
     out = tmp_path / "graded.jsonl"
     run_cli(problems, completions, out)
     assert read_out(out)[0]["verdict"] == "wrong_answer"
-    run_cli(problems, completions, out, "--compare-mode", "tolerant", "--time-limit", "5", "--memory-limit-mb", "1024")
+    run_cli(problems, completions, out, "--compare-mode", "tolerant", "--time-limit-s", "5", "--memory-limit-mb", "1024")
     assert read_out(out)[0]["verdict"] == "accepted"
 
 
@@ -164,7 +165,7 @@ def test_help_documents_every_flag():
     completed = subprocess.run(
         [sys.executable, "-m", "reward_fns.grade", "--help"], capture_output=True, text=True, check=True, timeout=120
     )
-    for flag in ["--problems", "--completions", "--out", "--workers", "--compare-mode", "--time-limit"]:
+    for flag in ["--problems", "--completions", "--out", "--workers", "--compare-mode", "--time-limit-s"]:
         assert flag in completed.stdout
     for flag in ["--memory-limit-mb", "--isolation", "--summary", "--check-expected"]:
         assert flag in completed.stdout

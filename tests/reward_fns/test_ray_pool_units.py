@@ -26,7 +26,7 @@ def test_pool_settings_from_kwargs_then_environment_then_defaults():
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"pool_granularity": "per_token"}, "must be one of"),
     ({"pool_wokers": 2}, "unknown pool setting"),
-    ({"pool_workers": "many"}, "must be of type int"),
+    ({"pool_workers": "many"}, "pool_workers=.many. must be an integer"),
 ])
 def test_bad_pool_settings_say_what_is_wrong(kwargs, message):
     with pytest.raises(ValueError, match=message):

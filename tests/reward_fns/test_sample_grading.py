@@ -60,7 +60,7 @@ def test_cli_gives_every_solution_its_expected_verdict(problems, solutions, tmp_
         for solution in solutions:
             record = {"problem_id": solution.problem_id, "completion": solution.completion, "kind": solution.kind}
             lines.write(json.dumps(record | {"expected_verdict": solution.expected_verdict}) + "\n")
-    flags = ["--workers", "2", "--time-limit", str(TIME_LIMIT_S), "--summary", "--check-expected"]
+    flags = ["--workers", "2", "--time-limit-s", str(TIME_LIMIT_S), "--summary", "--check-expected"]
     files = ["--problems", str(problems_file), "--completions", str(completions_file), "--out", str(out)]
     status = grade_main(files + flags)
     table = capsys.readouterr().out

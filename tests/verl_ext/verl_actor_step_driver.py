@@ -1,6 +1,6 @@
 """One optimisation step per verl_ext loss through verl's real actor code, on CPU, in this process.
 
-Run by test_verl_ext_actor_step.py in a subprocess (it sets process-wide state: the verl platform, a 1-process gloo
+Run by test_actor_step.py in a subprocess (it sets process-wide state: the verl platform, a 1-process gloo
 group). What it takes to run verl 0.9.1's actor on CPU:
 - verl falls back to its CUDA platform when no accelerator is found, so the CPU mode's platform
   (`recipe.nouscoder.cpu.platform`) is installed with `verl.plugin.platform.platform_manager.set_platform` before the

@@ -14,7 +14,7 @@ import pytest
 from data_prep import build_deepcoder_mix
 from data_prep.sample import load_solutions
 from recipe.nouscoder import eval_lcb
-from recipe.nouscoder.lcb_data import load_eval_problems
+from recipe.nouscoder.eval.data import load_eval_problems
 
 N = 4
 INCORRECT_KINDS = ("wrong_answer", "runtime_error", "compile_error")
@@ -23,7 +23,7 @@ NO_CODE_TEXT = "I could not find an approach that fits the limits, so there is n
 PASS_AT_2 = {0: 0.0, 1: 1 - 3 / 6, 2: 1 - 1 / 6, 3: 1.0, 4: 1.0}
 PASS_AT_4 = {0: 0.0, 1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0}
 GRADING_FLAGS = ["--time-limit-s", "4"]
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +158,4 @@ def test_missing_problems_and_unknown_ids_are_errors(sample_eval: dict, capsys: 
     assert eval_lcb.main(["--completions", str(stray), "--data", str(sample_eval["data"]),
                           "--out", str(sample_eval["root"] / "stray")]) == 2
     assert "not in --data" in capsys.readouterr().err
+

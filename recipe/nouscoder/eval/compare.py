@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recipe.nouscoder.lcb_metrics import bootstrap_mean_ci
+from recipe.nouscoder.eval.metrics import bootstrap_mean_ci
+from reward_fns.cli import DefaultsHelpFormatter
 
 
 def load_pass1(path: Path) -> dict[str, float]:
@@ -84,7 +85,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         description="Compare two eval_lcb results.json files (A = base, B = trained): per-problem pass@1 gains and "
         "losses and a paired bootstrap confidence interval on the pass@1 difference B - A. Writes compare.json "
         "and compare.md to --out and prints the markdown.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("base", type=Path, help="results.json of run A (e.g. the base model)")
     parser.add_argument("trained", type=Path, help="results.json of run B (e.g. the trained checkpoint)")

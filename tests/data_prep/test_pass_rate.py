@@ -112,3 +112,15 @@ def test_bad_rollout_line_names_file_and_line(tmp_path: Path, capsys: pytest.Cap
         == 2
     )
     assert "r.jsonl:2" in capsys.readouterr().err
+
+
+def test_debug_subset_is_drawn_from_the_data_and_reported_as_written(tmp_path: Path) -> None:
+    """Mixed problems that are only in the rollouts are neither chosen nor reported."""
+    _data(tmp_path / "train.parquet", ["always", "half"])
+    _rollouts(tmp_path / "r.jsonl", VERDICTS | {"ghost_1": VERDICTS["half"], "ghost_2": VERDICTS["once"]})
+    out = tmp_path / "f.parquet"
+    args = ["--rollouts", str(tmp_path / "r.jsonl"), "--data", str(tmp_path / "train.parquet"), "--out", str(out)]
+    assert main([*args, "--debug-subset", "2"]) == 0
+    report = json.loads((tmp_path / "f.report.json").read_text())
+    assert _ids(tmp_path / "f.debug2.parquet") == report["debug_ids"] == ["half"]
+    assert report["problems_in_rollouts_not_in_data"] == 4  # never, once and the two ghosts

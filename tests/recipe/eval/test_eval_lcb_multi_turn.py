@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from recipe.nouscoder import eval_lcb
-from recipe.nouscoder.lcb_cache import read_records
-from recipe.nouscoder.lcb_generate import Generation, GenerationSettings, Request, request_seed
+from recipe.nouscoder.eval.cache import read_records
+from recipe.nouscoder.eval.generate import Generation, GenerationSettings, Request, request_seed
 
 PUBLIC = json.dumps({"tests": [{"input": "3\n", "output": "6\n", "testtype": "stdin"}]})
 HIDDEN = json.dumps({"tests": [{"input": "5\n", "output": "10\n"}, {"input": "-4\n", "output": "-8\n"}]})

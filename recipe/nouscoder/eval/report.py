@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first: no display on cluster nodes)
 
-from recipe.nouscoder.lcb_metrics import ProblemResult, default_ks, mean_pass_at_k  # noqa: E402
+from recipe.nouscoder.eval.metrics import ProblemResult, default_ks, mean_pass_at_k  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def markdown_report(summary: dict[str, Any], settings: dict[str, Any], ks: Seque
 
 def plot_pass1_by_difficulty(summary: dict[str, Any], path: Path) -> None:
     groups = summary["by_difficulty"]
-    names = list(groups)  # easy, medium, hard first (lcb_metrics.group_order)
+    names = list(groups)  # easy, medium, hard first (metrics.group_order)
     values = [100 * groups[name]["pass_at_k"]["1"] for name in names]
     figure, axes = plt.subplots(figsize=(6, 4))
     bars = axes.bar([f"{name}\n({groups[name]['problems']} problems)" for name in names], values, color="tab:blue")

@@ -240,7 +240,7 @@ class FakeTaskRunner:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python launch/testing/fake_trainer.py",
+        prog="python tests/launch/fake_trainer.py",
         description="CPU stand-in for recipe.nouscoder.main in the launch tests: the real config through verl's "
         "run_ppo, a task-runner actor writing verl's checkpoint layout and validation metrics (FAKE_TRAINER_*).",
     )

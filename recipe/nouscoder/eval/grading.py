@@ -1,8 +1,8 @@
 """Grade samples with the training grader (``reward_fns``), appending each result to a resumable cache.
 
 The program is the last fenced python block (``reward_fns.extract.extract_code``), run by
-``reward_fns.sandbox.GraderPool`` with the same ``GraderConfig`` as the training reward; ordering and streaming
-reuse the grading CLI's ``grade_in_order`` and ``output_record``. Samples already in the cache are skipped, so
+``reward_fns.sandbox.GraderPool`` with the same ``GraderConfig`` as the training reward, in input order through
+``reward_fns.batch_grading`` (the library behind the grading CLI). Samples already in the cache are skipped, so
 a killed run resumes where it stopped (a sample whose text changed is graded again).
 """
 
@@ -18,13 +18,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from recipe.nouscoder.lcb_cache import AppendOnlyJsonl, read_records
-from recipe.nouscoder.lcb_data import iter_ground_truths
-from recipe.nouscoder.lcb_samples import Sample
+from recipe.nouscoder.eval.cache import AppendOnlyJsonl, read_records
+from recipe.nouscoder.eval.data import iter_ground_truths
+from recipe.nouscoder.eval.samples import Sample
+from reward_fns.batch_grading import Completion, grade_in_order, output_record
 from reward_fns.extract import extract_code
-from reward_fns.grade import Completion, grade_in_order, output_record
 from reward_fns.sandbox import GraderPool
-from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem, Verdict
+from reward_fns.types import GraderConfig, GradeResult, GroundTruthError, Problem
 
 logger = logging.getLogger(__name__)
 
@@ -46,15 +46,14 @@ def completion_digest(completion: str) -> str:
     return hashlib.sha256(completion.encode()).hexdigest()
 
 
-def prepare(sample: Sample, problem: Problem | None, broken_reason: str) -> Completion:
+def prepare(sample: Sample, problem: Problem | GroundTruthError) -> Completion:
     """A ``Completion`` for ``grade_in_order``: runnable, or decided (bad ground truth, no code block)."""
     record = sample_record(sample)
-    if problem is None:
-        return Completion(0, record, decided=GradeResult(Verdict.INTERNAL_ERROR, detail=broken_reason))
+    if isinstance(problem, GroundTruthError):
+        return Completion(0, record, decided=GradeResult.bad_ground_truth(problem))
     code = extract_code(sample.completion)
     if code is None:
-        no_code = GradeResult(Verdict.NO_CODE, total=len(problem.tests), detail="no fenced python block")
-        return Completion(0, record, decided=no_code)
+        return Completion(0, record, decided=GradeResult.no_code(problem))
     return Completion(0, record, code=code, problem=problem)
 
 
@@ -64,14 +63,14 @@ def completions_in_file_order(pending: Sequence[Sample], data_path: Path) -> Ite
     for sample in pending:
         by_problem[sample.problem_id].append(sample)
     for problem_id, ground_truth in iter_ground_truths(data_path, set(by_problem)):
-        problem, reason = None, ""
+        problem: Problem | GroundTruthError
         try:
             problem = Problem.from_ground_truth(ground_truth)
         except GroundTruthError as exc:
-            reason = f"bad ground truth: {exc}"
-            logger.error("problem %s: %s; its samples are internal_error", problem_id, reason)
+            problem = exc
+            logger.error("problem %s: bad ground truth: %s; its samples are internal_error", problem_id, exc)
         for sample in sorted(by_problem[problem_id], key=lambda s: s.sample_index):
-            yield prepare(sample, problem, reason)
+            yield prepare(sample, problem)
 
 
 def grade_pending(

@@ -57,7 +57,7 @@ def launch_env(local_slurm, work: Path, ray_root: Path, **extra: str) -> dict[st
     (work / "lcb_test.parquet").touch()
     env = {
         "PATH": local_slurm.path_with_test_bash(f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}"),
-        "TRAINER_CMD": f"python {REPO / 'launch' / 'testing' / 'fake_trainer.py'}",
+        "TRAINER_CMD": f"python {REPO / 'tests' / 'launch' / 'fake_trainer.py'}",
         "OUTPUT_ROOT": str(work / "outputs"),
         "RAY_TMP_ROOT": str(ray_root),
         "RAY_PORT": str(local_slurm.free_port()),

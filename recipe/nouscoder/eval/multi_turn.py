@@ -41,7 +41,7 @@ class Conversation:
     """One sample's conversation so far."""
 
     first: Any
-    """The first ``lcb_generate.Request`` (problem, sample index, prompt, public tests)."""
+    """The first ``generate.Request`` (problem, sample index, prompt, public tests)."""
     public: PublicTests | None
     trajectory: Trajectory
     messages: list[dict[str, str]]

@@ -44,7 +44,7 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
             "PATH": test_bash_path(f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}"),
             "NNODES": "1",
             "GPUS_PER_NODE": "1",
-            "TRAINER_CMD": f"python {REPO / 'launch' / 'testing' / 'fake_trainer.py'}",
+            "TRAINER_CMD": f"python {REPO / 'tests' / 'launch' / 'fake_trainer.py'}",
             "SELECT_ARGS": "--no-merge",
             "OUTPUT_ROOT": str(tmp_path / "outputs"),
             "RAY_TMP_ROOT": str(ray_root),

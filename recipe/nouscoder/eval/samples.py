@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recipe.nouscoder.lcb_cache import SampleKey
+from recipe.nouscoder.eval.cache import SampleKey
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from recipe.nouscoder import eval_lcb
-from recipe.nouscoder.lcb_compare import compare
+from recipe.nouscoder.eval.compare import compare
 
 
 def write_results(path: Path, pass1: dict[str, float]) -> Path:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from recipe.nouscoder import eval_lcb
-from recipe.nouscoder.lcb_cache import AppendOnlyJsonl, read_records
-from recipe.nouscoder.lcb_data import EvalProblem
-from recipe.nouscoder.lcb_generate import (
+from recipe.nouscoder.eval.cache import AppendOnlyJsonl, read_records
+from recipe.nouscoder.eval.data import EvalProblem
+from recipe.nouscoder.eval.generate import (
     Generation,
     GenerationSettings,
     Request,
@@ -133,7 +133,7 @@ def test_append_only_cache_repairs_a_cut_line(tmp_path: Path) -> None:
 
 SPAWNED_ENGINE = """
 import os
-from recipe.nouscoder.lcb_generate import Generation
+from recipe.nouscoder.eval.generate import Generation
 
 
 class EnvEngine:

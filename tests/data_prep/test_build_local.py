@@ -24,7 +24,7 @@ from data_prep_raw_sources import (
     write_parquet,
 )
 
-from data_prep.build import BuildConfig, build_mix
+from data_prep.build import BuildConfig, DateWindow, build_mix
 from data_prep.build_deepcoder_mix import main as cli_main
 from data_prep.filters import QualityConfig
 from data_prep.loading import SourceUnavailable
@@ -324,3 +324,11 @@ def test_cli_flags_reach_the_build(local_root: Path, tmp_path: Path) -> None:
     assert "duplicate_near" not in manifest["filters"]["train"]
     row = pq.read_table(out / "train.parquet").to_pylist()[0]
     assert [message["role"] for message in row["prompt"]] == ["user"]
+
+
+def test_the_454_check_applies_to_the_v6_window_only(local_root: Path, tmp_path: Path) -> None:
+    v5_window = DateWindow(test_start="2024-08-01", test_end="2025-02-01")
+    manifest = _build(local_root, tmp_path / "v5", window=v5_window)
+    assert not [warning for warning in manifest["warnings"] if "should have" in warning]
+    manifest = _build(local_root, tmp_path / "v5_count", window=v5_window, expected_test_count=100)
+    assert any("should have 100" in warning for warning in manifest["warnings"])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from recipe.nouscoder.lcb_metrics import GradedSample, ProblemResult, default_ks, pass_at_k, summarize
+from recipe.nouscoder.eval.metrics import GradedSample, ProblemResult, default_ks, pass_at_k, summarize
 
 
 def codex_product_form(n: int, c: int, k: int) -> float:

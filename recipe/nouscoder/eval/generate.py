@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 from tqdm import tqdm
 
-from recipe.nouscoder.lcb_cache import AppendOnlyJsonl, SampleKey, check_settings, read_records
-from recipe.nouscoder.lcb_data import EvalProblem
+from recipe.nouscoder.eval.cache import AppendOnlyJsonl, SampleKey, check_settings, read_records
+from recipe.nouscoder.eval.data import EvalProblem
 from recipe.nouscoder.multi_turn.options import MultiTurnOptions
 from reward_fns.types import GraderConfig
 
@@ -58,7 +58,7 @@ class GenerationSettings:
     chunk_size: int = 512
     """Requests per ``generate`` call of a rank; the cache is appended after each."""
     multi_turn: MultiTurnOptions | None = None
-    """Multi-turn mode (``lcb_multi_turn``): conversations with public-test feedback; ``max_tokens`` is then the
+    """Multi-turn mode (``recipe.nouscoder.eval.multi_turn``): conversations with public-test feedback; ``max_tokens`` is then the
     budget of a whole conversation."""
     public_grader: GraderConfig | None = None
     """Grader settings of the public tests in multi-turn mode (the evaluation's grader)."""
@@ -218,12 +218,12 @@ def _chunk_records(chunk: Sequence[Request], engine: Engine, settings: Generatio
     if settings.multi_turn is None:
         return [generation_record(request, generation)
                 for request, generation in zip(chunk, engine.generate(chunk, settings), strict=True)]
-    from recipe.nouscoder import lcb_multi_turn
+    from recipe.nouscoder.eval import multi_turn
     from recipe.nouscoder.multi_turn.public_tests import LocalPublicGrader
 
     grader = LocalPublicGrader(asdict(settings.public_grader or GraderConfig()))
-    conversations = [lcb_multi_turn.start(request, settings.multi_turn, engine) for request in chunk]
-    lcb_multi_turn.converse(conversations, engine, settings, grader, settings.max_tokens)
+    conversations = [multi_turn.start(request, settings.multi_turn, engine) for request in chunk]
+    multi_turn.converse(conversations, engine, settings, grader, settings.max_tokens)
     return [conversation.record() for conversation in conversations]
 
 
@@ -326,7 +326,7 @@ class VllmEngine:
     def append_user_turn(self, token_ids: Sequence[int], messages: Sequence[dict[str, str]], content: str) -> list[int]:
         from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
 
-        from recipe.nouscoder.lcb_multi_turn import continue_with_user_turn
+        from recipe.nouscoder.eval.multi_turn import continue_with_user_turn
 
         if self._turn_builder is None:
             model_type = getattr(self.llm.llm_engine.model_config.hf_config, "model_type", None)

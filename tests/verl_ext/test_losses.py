@@ -13,6 +13,7 @@ from verl.workers.config import ActorConfig, PolicyLossConfig
 from verl.workers.utils.losses import ppo_loss
 
 import verl_ext  # noqa: F401  (registers the losses even with VERL_USE_EXTERNAL_PLUGINS=none)
+from verl_ext.policy_loss_common import tis_cap
 
 DAPO_CLIP = (0.2, 0.28)
 GSPO_CLIP = (3e-4, 4e-4)
@@ -359,3 +360,17 @@ def test_loss_matches_reference_gpu(name, dtype):
         atol=1e-5,
         gradient_tolerance=bf16_gradient,
     )
+
+
+@pytest.mark.parametrize(
+    ("threshold", "cap"), [(2.0, 2.0), (3, 3.0), ("2.5", 2.5), ("0.5_2.0", 2.0), ("1e-3_1e1", 10.0), (None, None)]
+)
+def test_tis_cap_reads_the_threshold_as_verl_does(threshold, cap):
+    config = {"policy_loss": {"rollout_correction": {"rollout_is_threshold": threshold}}}
+    assert tis_cap(config) == cap
+
+
+@pytest.mark.parametrize("threshold", ["two", "2.0_", "3.0_2.0", True])
+def test_tis_cap_rejects_thresholds_verl_rejects(threshold):
+    with pytest.raises((ValueError, TypeError)):
+        tis_cap({"policy_loss": {"rollout_correction": {"rollout_is_threshold": threshold}}})

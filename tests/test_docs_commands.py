@@ -1,0 +1,287 @@
+"""Every command of the documentation's fenced shell blocks works as written.
+
+Unit tier, for every command of every ``bash``/``sh`` block of the repository's Markdown files: a ``python -m`` module
+exists and its ``--help`` lists every ``--flag`` the command uses (subcommands included); a hydra command names an
+existing config and composes with its overrides; scripts, Makefile targets, ``pip`` extras and test paths exist; a
+shell block holds only shell commands (no bare hydra overrides). Integration tier: the commands that run on CPU in
+seconds (``RUN_ON_CPU``) are run for real, in order, in a scratch directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import os
+import re
+import runpy
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SKIPPED_DIRS = {".venv", "outputs", "demo_out", "node_modules"}
+SHELL_FENCES = {"bash", "sh", "shell"}
+HYDRA_ENTRY = "recipe.nouscoder.main"
+HYDRA_FLAGS = {"--config-name", "--config-dir", "--cfg", "--resolve", "--help", "--package", "--info"}
+SHELL_WORDS = {"cd", "export", "test", "tail", "echo", "source", "pip", "make", "bash", "sbatch", "pytest", "python",
+               "python3", ".venv/bin/python", ".venv/bin/pytest", "huggingface-cli"}
+OPERATORS = {"&&", "||", ";", "|"}
+
+RUN_ON_CPU = [
+    "python -m data_prep.build_deepcoder_mix --from sample --out data/sample_mix",
+    "python -m data_prep.sample.export --out demo_out/sample",
+    "python -m data_prep.sample.build_sample --check",
+    "python -m data_prep.sample.large_tests",
+    "python -m recipe.nouscoder.main --config-name dapo_32k --cfg job --resolve",
+    "python -m recipe.nouscoder.main --help",
+]
+"""Documented commands that need neither GPUs, the hub, nor minutes, run as written (the grading of the whole sample,
+the CPU training run and ``make demo`` have their own tests)."""
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    """One simple command of a fenced shell block: where it is written and its words (placeholders kept)."""
+
+    where: str
+    text: str
+    argv: tuple[str, ...]
+
+
+def markdown_files() -> list[Path]:
+    return sorted(
+        path
+        for path in REPO.rglob("*.md")
+        if not SKIPPED_DIRS & set(path.relative_to(REPO).parts) and "sample/problems" not in path.as_posix()
+    )
+
+
+def shell_blocks(path: Path) -> list[tuple[int, str]]:
+    """(first line number, text) of each fenced shell block."""
+    text = path.read_text(encoding="utf-8")
+    blocks = []
+    for match in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.S | re.M):
+        if match.group(1) in SHELL_FENCES:
+            blocks.append((text[: match.start(2)].count("\n") + 1, match.group(2)))
+    return blocks
+
+
+def logical_lines(block: str, first_line: int) -> list[tuple[int, str]]:
+    """Lines with their continuations joined, comments and blank lines dropped."""
+    lines, pending, start = [], "", first_line
+    for number, line in enumerate(block.splitlines(), start=first_line):
+        if not pending:
+            start = number
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        joined = (pending + line).strip()
+        pending = ""
+        if joined and not joined.startswith("#"):
+            lines.append((start, joined))
+    return lines
+
+
+def simple_commands(line: str) -> list[list[str]]:
+    """The simple commands of a line: split at ``&&``, ``||``, ``;``, ``|``; ``$(...)`` contents become commands of
+    their own (and the substitution the word ``SUBSTITUTED``)."""
+    inner = re.findall(r"\$\(([^()]*)\)", line)
+    line = re.sub(r"\$\([^()]*\)", "SUBSTITUTED", line)
+    lexer = shlex.shlex(line, posix=True, punctuation_chars="&|;")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    commands, current = [], []
+    for token in lexer:
+        if token in OPERATORS:
+            commands.append(current)
+            current = []
+        else:
+            current.append(token)
+    commands.append(current)
+    for nested in inner:
+        commands.extend(simple_commands(nested))
+    return [command for command in commands if command]
+
+
+def documented_commands() -> list[DocCommand]:
+    found = []
+    for path in markdown_files():
+        for first_line, block in shell_blocks(path):
+            for number, line in logical_lines(block, first_line):
+                for argv in simple_commands(line):
+                    words = list(argv)
+                    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+                        words.pop(0)  # VAR=value before the command
+                    if words:
+                        found.append(DocCommand(f"{path.relative_to(REPO)}:{number}", line, tuple(words)))
+    return found
+
+
+COMMANDS = documented_commands()
+
+
+def is_placeholder(word: str) -> bool:
+    """A word the reader replaces (``NAME``, ``RUN_DIR``, ``PATH``)."""
+    return re.fullmatch(r"[A-Z][A-Z0-9_]*", word) is not None
+
+
+def long_flags(words: list[str] | tuple[str, ...]) -> set[str]:
+    return {word.strip("[]").split("=")[0] for word in words if word.strip("[]").startswith("--")}
+
+
+def lists_flag(help_output: str, flag: str) -> bool:
+    """``flag`` appears in ``help_output`` as a whole word (``--time-limit`` is not ``--time-limit-s``)."""
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", help_output) is not None
+
+
+@cache
+def help_text(module: str, subcommand: str | None = None) -> str:
+    """``python -m module [subcommand] --help``, run in this interpreter (imports are shared with the other tests)."""
+    captured = io.StringIO()
+    saved_argv = sys.argv
+    sys.argv = [module, *([subcommand] if subcommand else []), "--help"]
+    try:
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except SystemExit as stop:
+        assert stop.code in (0, None), f"{module} --help exited {stop.code}: {captured.getvalue()[-2000:]}"
+    finally:
+        sys.argv = saved_argv
+    return captured.getvalue()
+
+
+@cache
+def script_help(path: str) -> str:
+    completed = subprocess.run([sys.executable, path, "--help"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, f"{path} --help failed: {completed.stderr[-2000:]}"
+    return completed.stdout
+
+
+def subcommand_of(module: str, words: tuple[str, ...]) -> str | None:
+    """The first argument when the module's help lists it as a subcommand ({a,b} choices)."""
+    if not words or words[0].startswith("-"):
+        return None
+    choices = re.search(r"\{([\w,]+)\}", help_text(module))
+    return words[0] if choices and words[0] in choices.group(1).split(",") else None
+
+
+def check_python_module(command: DocCommand, module: str, arguments: tuple[str, ...]) -> None:
+    assert importlib.util.find_spec(module) is not None, f"{command.where}: no module {module}"
+    if module == HYDRA_ENTRY:
+        check_hydra_command(command, arguments)
+        return
+    subcommand = subcommand_of(module, arguments)
+    text = help_text(module, subcommand)
+    missing = sorted(flag for flag in long_flags(arguments) if not lists_flag(text, flag))
+    assert not missing, f"{command.where}: `{command.text}` uses {missing}, which {module} --help does not list"
+
+
+def check_hydra_command(command: DocCommand, arguments: tuple[str, ...]) -> None:
+    """An existing config, hydra's own flags only, and the overrides compose."""
+    from hydra import compose, initialize_config_dir
+
+    from recipe.nouscoder.main import config_dir
+
+    unknown = long_flags(arguments) - HYDRA_FLAGS
+    assert not unknown, f"{command.where}: {sorted(unknown)} are not flags of {HYDRA_ENTRY} (hydra)"
+    words = list(arguments)
+    name = words[words.index("--config-name") + 1] if "--config-name" in words else "dapo_32k"
+    name = "dapo_32k" if is_placeholder(name) else name  # "--config-name NAME": any experiment
+    assert (config_dir() / f"{name}.yaml").is_file(), f"{command.where}: no config {name} in configs/"
+    overrides = [word for word in words if "=" in word and not word.startswith(("-", "[")) and "SUBSTITUTED" not in word]
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        compose(config_name=name, overrides=overrides)
+
+
+def check_script(command: DocCommand, words: tuple[str, ...]) -> None:
+    scripts = [word for word in words if word.endswith(".sh")]
+    assert scripts, f"{command.where}: `{command.text}` names no script"
+    assert (REPO / scripts[0]).is_file(), f"{command.where}: no script {scripts[0]}"
+    subprocess.run(["bash", "-n", str(REPO / scripts[0])], check=True)
+
+
+def check_make(command: DocCommand, targets: tuple[str, ...]) -> None:
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    for target in targets:
+        assert re.search(rf"^{re.escape(target)}:", makefile, re.M), f"{command.where}: no make target {target}"
+
+
+def check_pip(command: DocCommand, words: tuple[str, ...]) -> None:
+    setup = (REPO / "setup.py").read_text(encoding="utf-8")
+    for word in words:
+        for extra in re.findall(r"\.\[([\w,-]+)\]", word):
+            for name in extra.split(","):
+                assert f'"{name}":' in setup, f"{command.where}: setup.py has no extra [{name}]"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[f"{c.where} {' '.join(c.argv)[:60]}" for c in COMMANDS])
+def test_documented_command_works_as_written(command: DocCommand):
+    program, *rest = command.argv
+    arguments = tuple(rest)
+    if program in ("python", "python3", ".venv/bin/python"):
+        if arguments[:1] == ("-m",):
+            check_python_module(command, arguments[1], arguments[2:])
+        else:
+            assert (REPO / arguments[0]).is_file(), f"{command.where}: no script {arguments[0]}"
+            flags = long_flags(arguments[1:])
+            missing = sorted(flag for flag in flags if not lists_flag(script_help(arguments[0]), flag))
+            assert not missing, f"{command.where}: {arguments[0]} --help does not list {missing}"
+    elif program in ("bash", "sbatch"):
+        check_script(command, arguments)
+    elif program == "make":
+        check_make(command, arguments)
+    elif program == "pip":
+        check_pip(command, arguments)
+    elif program == "source":
+        venvs = re.findall(r"^\w*VENV \?= (\S+)$", (REPO / "Makefile").read_text(encoding="utf-8"), re.M)
+        assert arguments[0] in {f"{venv}/bin/activate" for venv in venvs}, (
+            f"{command.where}: {arguments[0]} is not the activate script of a virtualenv the Makefile creates {venvs}"
+        )
+    elif program in ("pytest", ".venv/bin/pytest"):
+        paths = [word.split("::")[0] for word in arguments if not word.startswith("-") and "/" in word]
+        assert all((REPO / path).exists() for path in paths), f"{command.where}: missing test path in {paths}"
+    else:
+        assert "=" not in program, (
+            f"{command.where}: `{command.text}` is a bare hydra override in a shell block: write the whole command "
+            "or fence the block as text"
+        )
+        assert program in SHELL_WORDS, f"{command.where}: `{program}` is not a command this test knows"
+
+
+def test_the_docs_have_commands_to_check():
+    modules = {command.argv[2] for command in COMMANDS if command.argv[:2] == ("python", "-m")}
+    assert {"reward_fns.grade", "data_prep.build_deepcoder_mix", "recipe.nouscoder.eval_lcb", HYDRA_ENTRY} <= modules
+
+
+def test_a_renamed_flag_is_caught():
+    command = DocCommand("README.md:1", "python -m reward_fns.grade --time-limit 5", ("python", "-m", "reward_fns.grade"))
+    with pytest.raises(AssertionError, match=r"uses \['--time-limit'\]"):
+        check_python_module(command, "reward_fns.grade", ("--time-limit", "5"))
+
+
+def test_bare_overrides_are_not_shell_commands():
+    argv = tuple(simple_commands("reward.custom_reward_function.name=compute_score")[0])
+    with pytest.raises(AssertionError, match="bare hydra override"):
+        test_documented_command_works_as_written(DocCommand("README.md:1", "", argv))
+
+
+@pytest.mark.integration
+def test_commands_that_run_on_cpu_run_as_written(tmp_path):
+    documented = {" ".join(command.argv) for command in COMMANDS}
+    absent = [text for text in RUN_ON_CPU if text not in documented]
+    assert not absent, f"no longer in the docs (update RUN_ON_CPU): {absent}"
+    environment = os.environ | {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for text in RUN_ON_CPU:
+        completed = subprocess.run(
+            ["bash", "-c", text], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600
+        )
+        assert completed.returncode == 0, f"`{text}` failed:\n{completed.stdout[-2000:]}\n{completed.stderr[-3000:]}"
+    assert (tmp_path / "data" / "sample_mix" / "train.parquet").is_file()
+    assert (tmp_path / "demo_out" / "sample" / "completions.jsonl").is_file()
+    assert not (tmp_path / "outputs").exists(), "hydra wrote outputs/ into the working directory"
