@@ -74,7 +74,8 @@ KEEP_LAST_CHECKPOINTS=${KEEP_LAST_CHECKPOINTS:-2}
 PRUNE_EVERY_S=${PRUNE_EVERY_S:-600}
 RESCORE_TOP_K=${RESCORE_TOP_K:-3}
 RUN_EVAL=${RUN_EVAL:-1}
-: "${EVAL_CONFIG:?set EVAL_CONFIG, the final evaluation config, e.g. eval_lcb_80k (the run_*.sh wrappers do)}"
+[[ "$RUN_EVAL" != 1 ]] ||
+  : "${EVAL_CONFIG:?set EVAL_CONFIG, the final evaluation config, e.g. eval_lcb_80k (the run_*.sh wrappers do), or RUN_EVAL=0}"
 EVAL_DATA=${EVAL_DATA:-$SUBMIT_DIR/data/deepcoder_mix/test.parquet}
 declare -A RESCORE_CONFIG=() LAYOUT=()
 

@@ -45,6 +45,7 @@ def test_the_launch_scripts_are_found():
         "launch/run_gspo_32k_to_40k.sh",
         "launch/run_gspo_plus_32k_to_40k.sh",
         "launch/run_microcoder_4k.sh",
+        "launch/run_debug_cpu_chain.sh",
     }
     assert expected <= found, expected - found
 
