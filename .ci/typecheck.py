@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     new, fixed = errors - baseline, baseline - errors
     if args.shrink and fixed:
         write_baseline(baseline - fixed)
-        print(f"typecheck: baseline shrunk by {sum(fixed.values())} fixed errors, {sum((baseline - fixed).values())} left")
+        print(
+            f"typecheck: baseline shrunk by {sum(fixed.values())} fixed errors, {sum((baseline - fixed).values())} left"
+        )
         fixed = Counter()
     for key in sorted(new):
         print(f"new type error: {', '.join(places[key])}: {key.split(': ', 1)[1]}")

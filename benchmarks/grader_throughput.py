@@ -51,17 +51,21 @@ def synthetic_workload(problems: int, tests_per_problem: int, seed: int) -> list
     for index in range(problems):
         tests = []
         for _ in range(tests_per_problem):
-            a, b = rng.randint(-10**6, 10**6), rng.randint(-10**6, 10**6)
+            a, b = rng.randint(-(10**6), 10**6), rng.randint(-(10**6), 10**6)
             tests.append(TestCase(f"{a} {b}\n", f"{a + b + index}\n"))
         tests.sort(key=lambda test: len(test.input), reverse=True)
         code = f"a, b = map(int, input().split())\nprint(a + b + {index})\n"
         if index % 2 == 1:
             bad_test = rng.randrange(tests_per_problem)
             bad_input = tests[bad_test].input.strip()
-            failure = "raise ValueError('bug')" if rng.random() < 0.2 else f"print(a + b + {index} + 1)\nraise SystemExit"
-            code = (f"import sys\nline = sys.stdin.readline()\na, b = map(int, line.split())\n"
-                    f"if line.strip() == {bad_input!r}:\n    {failure.replace(chr(10), chr(10) + '    ')}\n"
-                    f"print(a + b + {index})\n")
+            failure = (
+                "raise ValueError('bug')" if rng.random() < 0.2 else f"print(a + b + {index} + 1)\nraise SystemExit"
+            )
+            code = (
+                f"import sys\nline = sys.stdin.readline()\na, b = map(int, line.split())\n"
+                f"if line.strip() == {bad_input!r}:\n    {failure.replace(chr(10), chr(10) + '    ')}\n"
+                f"print(a + b + {index})\n"
+            )
         jobs.append((code, Problem(tests=tuple(tests))))
     return jobs
 
@@ -73,8 +77,9 @@ def tests_run(result: GradeResult) -> int:
     return result.passed + (0 if result.verdict is Verdict.ACCEPTED else 1)
 
 
-def grade_with_pool(jobs: list[tuple[str, Problem]], workers: int, config: GraderConfig, label: str
-                    ) -> tuple[list[GradeResult], float]:
+def grade_with_pool(
+    jobs: list[tuple[str, Problem]], workers: int, config: GraderConfig, label: str
+) -> tuple[list[GradeResult], float]:
     started = time.perf_counter()
     with GraderPool(workers=workers, config=config) as pool:
         results = list(tqdm(pool.grade_many(jobs), total=len(jobs), desc=f"{label}: sandbox pool", leave=False))
@@ -89,8 +94,13 @@ def baseline_grade(code: str, problem: Problem, config: GraderConfig) -> GradeRe
     try:
         for index, test in enumerate(problem.tests):
             try:
-                completed = subprocess.run([sys.executable, handle.name], input=test.input.encode(),
-                                           capture_output=True, timeout=config.time_limit_s, check=False)
+                completed = subprocess.run(
+                    [sys.executable, handle.name],
+                    input=test.input.encode(),
+                    capture_output=True,
+                    timeout=config.time_limit_s,
+                    check=False,
+                )
             except subprocess.TimeoutExpired:
                 return GradeResult(Verdict.TIME_LIMIT, index, len(problem.tests), time.perf_counter() - started)
             if completed.returncode != 0:
@@ -102,17 +112,25 @@ def baseline_grade(code: str, problem: Problem, config: GraderConfig) -> GradeRe
         os.unlink(handle.name)
 
 
-def grade_with_baseline(jobs: list[tuple[str, Problem]], threads: int, config: GraderConfig, label: str
-                        ) -> tuple[list[GradeResult], float]:
+def grade_with_baseline(
+    jobs: list[tuple[str, Problem]], threads: int, config: GraderConfig, label: str
+) -> tuple[list[GradeResult], float]:
     started = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(threads) as executor:
-        results = list(tqdm(executor.map(lambda job: baseline_grade(*job, config), jobs), total=len(jobs),
-                            desc=f"{label}: python3 per test", leave=False))
+        results = list(
+            tqdm(
+                executor.map(lambda job: baseline_grade(*job, config), jobs),
+                total=len(jobs),
+                desc=f"{label}: python3 per test",
+                leave=False,
+            )
+        )
     return results, time.perf_counter() - started
 
 
-def compare_interleaved(jobs: list[tuple[str, Problem]], workers: int, threads: int, config: GraderConfig,
-                        label: str, chunks: int) -> None:
+def compare_interleaved(
+    jobs: list[tuple[str, Problem]], workers: int, threads: int, config: GraderConfig, label: str, chunks: int
+) -> None:
     """Grade ``jobs`` chunk by chunk, pool then baseline, so both see the same load on a shared machine.
 
     The pool's servers are started (and timed) before the measured chunks.
@@ -126,7 +144,7 @@ def compare_interleaved(jobs: list[tuple[str, Problem]], workers: int, threads: 
         startup_s = time.perf_counter() - started
         size = -(-len(jobs) // chunks)
         for first in tqdm(range(0, len(jobs), size), desc=label, leave=False):
-            chunk = jobs[first:first + size]
+            chunk = jobs[first : first + size]
             clock = time.perf_counter()
             pool_results += pool.grade_many(chunk)
             pool_s += time.perf_counter() - clock
@@ -137,8 +155,7 @@ def compare_interleaved(jobs: list[tuple[str, Problem]], workers: int, threads: 
     print(f"  ({workers} fork servers started in {startup_s:.2f} s before the measurement)")
 
 
-def report_pair(label: str, pool: tuple[list[GradeResult], float], baseline: tuple[list[GradeResult], float]
-                ) -> None:
+def report_pair(label: str, pool: tuple[list[GradeResult], float], baseline: tuple[list[GradeResult], float]) -> None:
     (pool_results, pool_s), (base_results, base_s) = pool, baseline
     pool_rate = sum(map(tests_run, pool_results)) / pool_s
     base_rate = sum(map(tests_run, base_results)) / base_s
@@ -196,9 +213,12 @@ def python3_overhead_ms(repeats: int) -> tuple[float, float]:
     for _ in range(repeats):
         subprocess.run([sys.executable, "-c", "print(input())"], input=b"1\n", capture_output=True, check=True)
     children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    children_cpu = (children_after.ru_utime + children_after.ru_stime
-                    - children_before.ru_utime - children_before.ru_stime)
-    return (time.perf_counter() - wall) / repeats * 1000, (time.process_time() - grader_cpu + children_cpu) / repeats * 1000
+    children_cpu = (
+        children_after.ru_utime + children_after.ru_stime - children_before.ru_utime - children_before.ru_stime
+    )
+    return (time.perf_counter() - wall) / repeats * 1000, (
+        time.process_time() - grader_cpu + children_cpu
+    ) / repeats * 1000
 
 
 def _microseconds(action, repeats: int) -> float:
@@ -219,9 +239,11 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
         files.close()
 
     costs["nameless test files (4 memfds, input written and sealed, stdout read back; grader)"] = _microseconds(
-        test_files, repeats)
+        test_files, repeats
+    )
     scratch = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     try:
+
         def source_and_reset() -> None:
             os.chdir(scratch)
             write_source(b"print(input())\n")
@@ -229,30 +251,37 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
             reset_directory(scratch, 0o1777, owner=None)
 
         costs["source file written by the child + scratch reset by the server (tmpfs)"] = _microseconds(
-            source_and_reset, repeats)
+            source_and_reset, repeats
+        )
     finally:
         os.chdir("/")
         os.rmdir(scratch)
     sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
     try:  # the benchmark's own process tree stands in for a run with several processes
         costs["one memory sample of a run with 3 processes (server, every 50 ms)"] = _microseconds(
-            run_memory, max(1, repeats // 10))
+            run_memory, max(1, repeats // 10)
+        )
     finally:
         for sleeper in sleepers:
             sleeper.kill()
             sleeper.wait()
     expected = "\n".join(str(number) for number in range(1000))
     costs["streamed comparison of a 1,000-line output (grader)"] = _microseconds(
-        lambda: stdout_matches(expected + "\n", expected, GraderConfig()), repeats)
+        lambda: stdout_matches(expected + "\n", expected, GraderConfig()), repeats
+    )
     costs["... the same output with one different line at the end"] = _microseconds(
-        lambda: stdout_matches(expected + "0", expected, GraderConfig()), repeats)
+        lambda: stdout_matches(expected + "0", expected, GraderConfig()), repeats
+    )
     return costs
 
 
 def report_overheads(repeats: int) -> None:
     print("per-test overhead of a trivial program (sequential, warm server; wall / CPU of every process involved):")
-    for label, disable in (("full isolation", ""), ("without the seccomp filter", "seccomp"),
-                           ("without namespaces (isolation=none)", "namespaces")):
+    for label, disable in (
+        ("full isolation", ""),
+        ("without the seccomp filter", "seccomp"),
+        ("without namespaces (isolation=none)", "namespaces"),
+    ):
         wall_ms, cpu_ms = server_overhead_ms(repeats, disable)
         print(f"  {label:38s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
     wall_ms, cpu_ms = python3_overhead_ms(max(5, repeats // 20))
@@ -276,8 +305,11 @@ def sample_jobs() -> tuple[list[tuple[str, Problem]], list[str], list[bool]]:
         problem = problems[solution.problem_id]
         jobs.append((solution.code, problem))
         expected.append(solution.expected_verdict)
-        baseline_safe.append(not solution.kind.startswith("hostile") and not problem.is_functional
-                             and solution.expected_verdict in _BASELINE_VERDICTS)
+        baseline_safe.append(
+            not solution.kind.startswith("hostile")
+            and not problem.is_functional
+            and solution.expected_verdict in _BASELINE_VERDICTS
+        )
     return jobs, expected, baseline_safe
 
 
@@ -286,15 +318,22 @@ def run_sample(workers: int, threads: int, chunks: int) -> None:
     config = GraderConfig()
     pool_results, pool_s = grade_with_pool(jobs, workers, config, "sample")
     agree = sum(result.verdict == want for result, want in zip(pool_results, expected, strict=True))
-    print(f"bundled sample: {len(jobs)} solutions, {sum(map(tests_run, pool_results))} tests run in {pool_s:.1f} s;"
-          f" verdict as expected for {agree}/{len(jobs)}")
+    print(
+        f"bundled sample: {len(jobs)} solutions, {sum(map(tests_run, pool_results))} tests run in {pool_s:.1f} s;"
+        f" verdict as expected for {agree}/{len(jobs)}"
+    )
     for result, want in zip(pool_results, expected, strict=True):
         if result.verdict != want:
             print(f"  expected {want}, got {result.verdict}: {result.detail[:120]!r}")
     safe_jobs = [job for job, safe in zip(jobs, baseline_safe, strict=True) if safe]
-    compare_interleaved(safe_jobs, workers, threads, config,
-                        "bundled sample, stdin solutions accepted / wrong / crashing (the baseline has no sandbox)",
-                        chunks)
+    compare_interleaved(
+        safe_jobs,
+        workers,
+        threads,
+        config,
+        "bundled sample, stdin solutions accepted / wrong / crashing (the baseline has no sandbox)",
+        chunks,
+    )
 
 
 def main(argv: Iterable[str] | None = None) -> None:
@@ -305,16 +344,26 @@ def main(argv: Iterable[str] | None = None) -> None:
     parser.add_argument("--baseline-threads", type=int, default=8, help="threads of the baseline (default 8)")
     parser.add_argument("--overhead-repeats", type=int, default=300, help="runs of the trivial program")
     parser.add_argument("--no-sample", action="store_true", help="skip the bundled sample")
-    parser.add_argument("--chunks", type=int, default=6,
-                        help="alternate pool and baseline over this many chunks of each workload (default 6)")
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=6,
+        help="alternate pool and baseline over this many chunks of each workload (default 6)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic workload")
     args = parser.parse_args(list(argv) if argv is not None else None)
     print(probe_isolation().summary())
     print(f"workers={args.workers} baseline threads={args.baseline_threads} cores={os.cpu_count()}")
     jobs = synthetic_workload(args.problems, args.tests, args.seed)
     config = GraderConfig()
-    compare_interleaved(jobs, args.workers, args.baseline_threads, config,
-                        f"synthetic ({args.problems} problems x {args.tests} tests, half wrong)", args.chunks)
+    compare_interleaved(
+        jobs,
+        args.workers,
+        args.baseline_threads,
+        config,
+        f"synthetic ({args.problems} problems x {args.tests} tests, half wrong)",
+        args.chunks,
+    )
     report_overheads(args.overhead_repeats)
     if not args.no_sample:
         run_sample(args.workers, args.baseline_threads, args.chunks)

@@ -92,8 +92,9 @@ def main() -> None:
         "verify_tests_per_s": round(tests / verify_s, 1),
         "ratio_verify_over_baseline_throughput": round(baseline_s / verify_s, 3),
         "estimate_minutes_for_mix": {
-            f"{mean_tests} tests/problem": round(args.problems * mean_tests / (per_worker_tests_s * args.node_cpus) / 60,
-                                                 1)
+            f"{mean_tests} tests/problem": round(
+                args.problems * mean_tests / (per_worker_tests_s * args.node_cpus) / 60, 1
+            )
             for mean_tests in (10, 30, 100)
         },
         "estimate_node_cpus": args.node_cpus,

@@ -246,8 +246,11 @@ def _write_test_split(
             continue
         keys.add(key)
         index.add(problem, words)
-        writer.add(verl_row(_with_public_tests(problem, "test", config, stats), "test", writer.rows_written,
-                            config.prompt_variant))
+        writer.add(
+            verl_row(
+                _with_public_tests(problem, "test", config, stats), "test", writer.rows_written, config.prompt_variant
+            )
+        )
         stats.kept[("test", problem.source)] += 1
         stats.count(problem, "kept/test")
 
@@ -304,8 +307,14 @@ def _write_train_split(
             first_of_key[key] = (problem.problem_id, problem.source_name)
             kept_source[problem.problem_id] = problem.source_name
             near.add(problem.problem_id, signature)
-            writer.add(verl_row(_with_public_tests(problem, "train", config, stats), "train", writer.rows_written,
-                                config.prompt_variant))
+            writer.add(
+                verl_row(
+                    _with_public_tests(problem, "train", config, stats),
+                    "train",
+                    writer.rows_written,
+                    config.prompt_variant,
+                )
+            )
             stats.kept[("train", problem.source)] += 1
             stats.count(problem, "kept/train")
 
@@ -399,8 +408,10 @@ def source_rows(
             f"--local-dir {repo_dir}"
         )
     if pinned and not local:
-        stats.warnings.append(f"{source.repo}: cannot check --revision {pinned} against {repo_dir} (no download "
-                              "metadata in .cache/huggingface; was it copied rather than downloaded?)")
+        stats.warnings.append(
+            f"{source.repo}: cannot check --revision {pinned} against {repo_dir} (no download "
+            "metadata in .cache/huggingface; was it copied rather than downloaded?)"
+        )
     stats.reads[name] = {
         "repo": source.repo,
         "revision": local or "unknown (no huggingface-cli download metadata in the local copy)",

@@ -194,7 +194,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def config_from_args(args: argparse.Namespace) -> BuildConfig:
     if args.verified is not None and not args.verified.is_file():
-        raise SystemExit(f"--verified {args.verified} is not a file (write it with python -m data_prep.verify_solutions)")
+        raise SystemExit(
+            f"--verified {args.verified} is not a file (write it with python -m data_prep.verify_solutions)"
+        )
     if args.minhash_permutations % args.minhash_bands:
         raise SystemExit("--minhash-bands must divide --minhash-permutations")
     return BuildConfig(

@@ -172,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"filter_by_pass_rate: error: {exc}", file=sys.stderr)
         return 2
-    debug_ids = debug_subset(counts, args.debug_subset, args.seed, data_problem_ids(args.data)) if args.debug_subset else []
+    debug_ids = (
+        debug_subset(counts, args.debug_subset, args.seed, data_problem_ids(args.data)) if args.debug_subset else []
+    )
     debug_out = None
     if args.debug_subset:
         debug_out = args.debug_out or args.out.with_name(f"{args.out.stem}.debug{args.debug_subset}.parquet")

@@ -120,4 +120,3 @@ def _require_list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise MalformedRow("bad_test_format", f"{what} is a {type(value).__name__}, expected a list")
     return value
-

@@ -80,9 +80,7 @@ def hub_rows(source: Source, lcb_files: tuple[str, ...], revision: str | None = 
             import datasets
 
             stream = iter(
-                datasets.load_dataset(
-                    source.repo, name=source.config, split="train", streaming=True, revision=revision
-                )
+                datasets.load_dataset(source.repo, name=source.config, split="train", streaming=True, revision=revision)
             )
             first = next(stream, None)
             rows = itertools.chain([first] if first is not None else [], stream)

@@ -135,16 +135,30 @@ def format_table(table: dict[str, dict[str, Any]]) -> list[str]:
     rows = [("source", *TABLE_COLUMNS)]
     for name, entry in table.items():
         dropped = entry["dropped"]
-        filtered = sum(n for reason, n in dropped.items() if not reason.startswith(("duplicate", "contaminated",
-                                                                                    "gold_")))
+        filtered = sum(
+            n for reason, n in dropped.items() if not reason.startswith(("duplicate", "contaminated", "gold_"))
+        )
         gold = sum(n for reason, n in dropped.items() if reason.startswith("gold_"))
-        values = (entry["rows_read"], entry["malformed"], entry["kept"]["train"], entry["kept"]["test"], filtered,
-                  gold, entry["contaminated"], entry["duplicates"]["within_source"],
-                  entry["duplicates"]["across_sources"])
+        values = (
+            entry["rows_read"],
+            entry["malformed"],
+            entry["kept"]["train"],
+            entry["kept"]["test"],
+            filtered,
+            gold,
+            entry["contaminated"],
+            entry["duplicates"]["within_source"],
+            entry["duplicates"]["across_sources"],
+        )
         rows.append((name, *(str(value) for value in values)))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    return ["  ".join(cell.rjust(width) if i else cell.ljust(width) for i, (cell, width) in
-                      enumerate(zip(row, widths, strict=True))) for row in rows]
+    return [
+        "  ".join(
+            cell.rjust(width) if i else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
 
 
 def log_summary(manifest: dict[str, Any], log: Callable[[str], None]) -> None:
@@ -166,7 +180,10 @@ def log_summary(manifest: dict[str, Any], log: Callable[[str], None]) -> None:
     log(f"data_prep: decontamination flagged {manifest['decontamination']['flagged_total']} train problems")
     for source in manifest["sources"]:
         if source.get("revision"):
-            log(f"data_prep: read {source['repo']}" + (f":{source['config']}" if source.get("config") else "")
-                + f" at revision {source['revision']}")
+            log(
+                f"data_prep: read {source['repo']}"
+                + (f":{source['config']}" if source.get("config") else "")
+                + f" at revision {source['revision']}"
+            )
     for warning in manifest["warnings"]:
         log(f"data_prep: WARNING: {warning}")

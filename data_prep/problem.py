@@ -68,6 +68,7 @@ class Problem:
         """Positional arguments of a functional problem: JSON values (lines) in its first test's input."""
         first = self.tests[0]["input"] if self.tests else ""
         return first.count("\n") + 1 if first.strip() else 0
+
     def public_tests_json(self) -> str:
         """The public tests in the ground-truth layout (parquet ``extra_info.public_tests``); "" when none."""
         if not self.public_tests:

@@ -243,8 +243,12 @@ def other_wrapping(problem: GradedProblem) -> list[GradedProblem]:
     if all(isinstance(value, list) and len(value) == 1 for value in outputs):
         variants.append([json.dumps(value[0]) for value in outputs])
     return [
-        dataclasses.replace(problem, tests=tuple(
-            dataclasses.replace(test, output=output) for test, output in zip(problem.tests, variant, strict=True)))
+        dataclasses.replace(
+            problem,
+            tests=tuple(
+                dataclasses.replace(test, output=output) for test, output in zip(problem.tests, variant, strict=True)
+            ),
+        )
         for variant in variants
     ]
 
@@ -348,8 +352,13 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         with args.out.open("w", encoding="utf-8") as out:
-            for verification in tqdm(verify(problems_to_verify(config, stats), grader, args.max_solutions),
-                                     desc="verify", unit=" problems", file=sys.stderr, mininterval=1.0):
+            for verification in tqdm(
+                verify(problems_to_verify(config, stats), grader, args.max_solutions),
+                desc="verify",
+                unit=" problems",
+                file=sys.stderr,
+                mininterval=1.0,
+            ):
                 out.write(json.dumps(verification.record()) + "\n")
                 verification.graded_problem = None  # the tests are not needed any more
                 verifications.append(verification)
@@ -361,8 +370,23 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(verifications, time.monotonic() - started, grader.description, stats.skips.to_dict())
     summary_path = args.out.with_name(args.out.name + ".summary.json")
     summary_path.write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps({key: summary[key] for key in ("problems", "accepted", "failed", "by_source", "wall_s",
-                                                     "problems_per_s", "solutions_per_s")}, indent=1))
+    print(
+        json.dumps(
+            {
+                key: summary[key]
+                for key in (
+                    "problems",
+                    "accepted",
+                    "failed",
+                    "by_source",
+                    "wall_s",
+                    "problems_per_s",
+                    "solutions_per_s",
+                )
+            },
+            indent=1,
+        )
+    )
     print(f"verify_solutions: wrote {args.out} and {summary_path}", file=sys.stderr)
     return 0
 

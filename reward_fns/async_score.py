@@ -59,7 +59,9 @@ async def compute_score(
     response = response_to_grade(solution_str, extra_info)
     outcome, latency_s = await pool_client(pool, grader.isolation).grade(response, ground_truth, grader)
     if outcome.result.verdict is Verdict.INTERNAL_ERROR:
-        where = {key: (extra_info or {}).get(key) for key in ("problem_id", "index", "split") if key in (extra_info or {})}
+        where = {
+            key: (extra_info or {}).get(key) for key in ("problem_id", "index", "split") if key in (extra_info or {})
+        }
         logger.error("internal_error (%s): %s", where or "unknown problem", outcome.result.detail)
     scores = score_dict(outcome.result)
     scores["score"] -= turn_penalty(extra_info, outcome.result.accepted)

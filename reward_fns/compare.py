@@ -85,8 +85,12 @@ def stdout_matches(actual: TextSource, expected: str, config: GraderConfig) -> b
     chunks = (lambda: (actual,)) if isinstance(actual, str) else actual
     if _same_text(chunks(), expected):
         return True
-    return _streams_match(_events(chunks()), _events((expected,)),
-                          lambda actual, wanted: _tokens_match(actual, wanted, tolerant, config), line_breaks=True)
+    return _streams_match(
+        _events(chunks()),
+        _events((expected,)),
+        lambda actual, wanted: _tokens_match(actual, wanted, tolerant, config),
+        line_breaks=True,
+    )
 
 
 def functional_matches(actual_json: TextSource, expected_json: str, config: GraderConfig) -> bool:
@@ -102,9 +106,12 @@ def functional_matches(actual_json: TextSource, expected_json: str, config: Grad
     chunks = (lambda: (actual_json,)) if isinstance(actual_json, str) else actual_json
     if _same_text(chunks(), expected):
         return True
-    return _streams_match(_json_token_batches(_slices(chunks(), _JSON_SLICE_CHARS)),
-                          _json_token_batches(_slices((expected,), _JSON_SLICE_CHARS)),
-                          lambda actual, wanted: _json_tokens_match(actual, wanted, tolerant, config), line_breaks=False)
+    return _streams_match(
+        _json_token_batches(_slices(chunks(), _JSON_SLICE_CHARS)),
+        _json_token_batches(_slices((expected,), _JSON_SLICE_CHARS)),
+        lambda actual, wanted: _json_tokens_match(actual, wanted, tolerant, config),
+        line_breaks=False,
+    )
 
 
 def _is_tolerant(config: GraderConfig) -> bool:
@@ -124,8 +131,8 @@ def _same_text(chunks: Iterable[str], expected: str) -> bool:
             if chunk and not chunk.isspace():
                 return False
             continue
-        segment = expected[position:position + len(chunk)]
-        if segment != chunk and not (chunk.startswith(segment) and chunk[len(segment):].isspace()):
+        segment = expected[position : position + len(chunk)]
+        if segment != chunk and not (chunk.startswith(segment) and chunk[len(segment) :].isspace()):
             return False
         position += len(segment)
     return position >= len(expected) or expected[position:].isspace()
@@ -136,7 +143,7 @@ def _slices(chunks: Iterable[str], size: int | None = None) -> Iterator[str]:
     size = size or _SLICE_CHARS
     for chunk in chunks:
         for start in range(0, len(chunk), size):
-            yield chunk[start:start + size]
+            yield chunk[start : start + size]
 
 
 def _events(chunks: Iterable[str]) -> Iterator[list[str]]:
@@ -182,7 +189,7 @@ class _EventReader:
             if batch is None:
                 return []
             self.batch, self.position = batch, 0
-        return self.batch[self.position:] if self.position else self.batch
+        return self.batch[self.position :] if self.position else self.batch
 
     def advance(self, count: int) -> None:
         self.position += count
@@ -199,8 +206,12 @@ class _EventReader:
         return True
 
 
-def _streams_match(actual_batches: Iterator[list[str]], expected_batches: Iterator[list[str]],
-                   tokens_match: Callable[[str, str], bool], line_breaks: bool) -> bool:
+def _streams_match(
+    actual_batches: Iterator[list[str]],
+    expected_batches: Iterator[list[str]],
+    tokens_match: Callable[[str, str], bool],
+    line_breaks: bool,
+) -> bool:
     """Two event streams match when every event faces one that ``tokens_match`` (a line break only a line break)
     and, with ``line_breaks``, leading and trailing line breaks aside; identical runs are skipped by list
     comparison (C speed)."""

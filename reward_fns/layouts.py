@@ -57,7 +57,7 @@ LAYOUTS = ("nouscoder", "taco", "input_output", "primeintellect", "test_list")
 CONVERT_HINT = (
     'convert it to {"tests": [{"input": str, "output": str, "testtype": "stdin"|"functional"}], "fn_name": str} '
     "(python -m data_prep.build_deepcoder_mix writes this layout; the accepted layouts are listed in "
-    "reward_fns/README.md, \"Ground-truth layouts\")"
+    'reward_fns/README.md, "Ground-truth layouts")'
 )
 
 
@@ -121,8 +121,11 @@ def detect_layout(value: Any) -> str:
         ]
         if len(matches) == 1 and _list_fields_ok(value, matches[0]):
             return matches[0]
-    elif isinstance(value, list) and value and all(isinstance(t, Mapping) and "input" in t and "output" in t
-                                                   for t in value):
+    elif (
+        isinstance(value, list)
+        and value
+        and all(isinstance(t, Mapping) and "input" in t and "output" in t for t in value)
+    ):
         return "test_list"
     raise LayoutError(f"unrecognised ground-truth layout: {describe(value)}; {CONVERT_HINT}", "unrecognised")
 
@@ -155,13 +158,15 @@ def taco_tests(input_output: Mapping[str, Any], platform: str | None = None) -> 
     if not fn_name:
         return [stdin_test(given, expected) for given, expected in zip(inputs, outputs, strict=True)], None
     arguments = [_taco_arguments(given) for given in inputs]
-    results = [_maybe_json(result) if isinstance(given, str) else result for given, result in zip(inputs, outputs,
-                                                                                                    strict=True)]
+    results = [
+        _maybe_json(result) if isinstance(given, str) else result for given, result in zip(inputs, outputs, strict=True)
+    ]
     return functional_tests(arguments, results, platform), str(fn_name)
 
 
-def test_list_tests(tests: Sequence[Any], fn_name: str | None = None,
-                    platform: str | None = None) -> tuple[list[TestDict], str | None]:
+def test_list_tests(
+    tests: Sequence[Any], fn_name: str | None = None, platform: str | None = None
+) -> tuple[list[TestDict], str | None]:
     """A list of ``{input, output, testtype|type?, fn_name?, metadata?}`` -> (our tests, fn_name).
 
     ``fn_name`` comes from the argument (a row-level field, e.g. DeepCoder ``lcbv5`` ``metadata.func_name``), else
@@ -176,13 +181,13 @@ def test_list_tests(tests: Sequence[Any], fn_name: str | None = None,
         return [stdin_test(test["input"], test["output"]) for test in tests], None
     fn_name = fn_name or _test_fn_name(tests)
     if not fn_name:
-        raise LayoutError("functional tests without a function name (fn_name or metadata.func_name)",
-                          "missing_fn_name")
+        raise LayoutError("functional tests without a function name (fn_name or metadata.func_name)", "missing_fn_name")
     if set(kinds) != {kinds[0]}:
         raise LayoutError(f"a problem mixes test types {sorted(set(kinds))}")
     if kinds[0] == "functional":
-        return [{"input": _text(test["input"]), "output": _text(test["output"]), "testtype": "functional"}
-                for test in tests], fn_name
+        return [
+            {"input": _text(test["input"]), "output": _text(test["output"]), "testtype": "functional"} for test in tests
+        ], fn_name
     arguments = [_call_arguments(test["input"]) for test in tests]
     return functional_tests(arguments, [_maybe_json(test["output"]) for test in tests], platform), fn_name
 
@@ -217,8 +222,9 @@ def outputs_are_wrapped(outputs: Sequence[Any], platform: str | None = None) -> 
     return bool(outputs) and all(isinstance(output, list) and len(output) == 1 for output in outputs)
 
 
-def functional_tests(arguments: Sequence[list[Any]], results: Sequence[Any],
-                     platform: str | None = None) -> list[TestDict]:
+def functional_tests(
+    arguments: Sequence[list[Any]], results: Sequence[Any], platform: str | None = None
+) -> list[TestDict]:
     """Call-based tests from argument lists and (possibly wrapped) results; the wrapping is decided per problem."""
     if outputs_are_wrapped(results, platform):
         results = [result[0] for result in results]

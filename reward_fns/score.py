@@ -77,8 +77,13 @@ def compute_score(
         (tests), ``time_s`` (wall time of grading), ``max_test_time_s`` (slowest test), ``internal_error``
         (bool: the grader or the data failed, not the model), ``ground_truth_error`` (bool: it was the data).
     """
-    config = grader_config({key: value for key, value in kwargs.items()
-                            if key not in _VERL_EXTRA_KWARGS and not key.startswith(POOL_SETTING_PREFIX)})
+    config = grader_config(
+        {
+            key: value
+            for key, value in kwargs.items()
+            if key not in _VERL_EXTRA_KWARGS and not key.startswith(POOL_SETTING_PREFIX)
+        }
+    )
     result = grade_response(response_to_grade(solution_str, extra_info), ground_truth, config)
     if result.verdict is Verdict.INTERNAL_ERROR:
         _log_internal_error(result, extra_info)

@@ -42,12 +42,10 @@ def settings_from(
     hints = get_type_hints(cls)
     fields = {field.name for field in dataclasses.fields(cls)}  # type: ignore[arg-type]
     given = dict(given or {})
-    unknown = sorted(key for key in given if not key.startswith(key_prefix) or key[len(key_prefix):] not in fields)
+    unknown = sorted(key for key in given if not key.startswith(key_prefix) or key[len(key_prefix) :] not in fields)
     if unknown:
-        raise ValueError(
-            f"unknown {label} setting(s) {unknown}; valid: {sorted(key_prefix + name for name in fields)}"
-        )
-    given = {key[len(key_prefix):]: value for key, value in given.items()}
+        raise ValueError(f"unknown {label} setting(s) {unknown}; valid: {sorted(key_prefix + name for name in fields)}")
+    given = {key[len(key_prefix) :]: value for key, value in given.items()}
     values: dict[str, Any] = {}
     for name in fields:
         variable = env_prefix + name.upper()

@@ -86,7 +86,11 @@ class Problem:
             raise GroundTruthError("ground truth has no tests")
         tests = []
         for position, raw in enumerate(raw_tests):
-            if not isinstance(raw, dict) or not isinstance(raw.get("input"), str) or not isinstance(raw.get("output"), str):
+            if (
+                not isinstance(raw, dict)
+                or not isinstance(raw.get("input"), str)
+                or not isinstance(raw.get("output"), str)
+            ):
                 raise GroundTruthError(f"test {position} must have string 'input' and 'output' (got {describe(raw)})")
             testtype = raw.get("testtype", "stdin")
             if testtype not in ("stdin", "functional"):
@@ -103,8 +107,9 @@ def _log_first(message: str) -> None:
     """Log an unrecognised layout the first time this process sees it (then only the counts show it)."""
     if message not in _logged_layouts:
         _logged_layouts.add(message)
-        logger.error("%s. Every sample with this layout is graded internal_error (grading/ground_truth_errors).",
-                     message)
+        logger.error(
+            "%s. Every sample with this layout is graded internal_error (grading/ground_truth_errors).", message
+        )
 
 
 GRADER_ENV_PREFIX = "REWARD_FNS_"
@@ -179,7 +184,9 @@ class GradeResult:
     def tests_executed(self) -> int:
         """Tests that ran: every passed test, plus the failing one (grading stops at the first failure). None failed
         after ``accepted``, ``no_code``, ``compile_error`` or an ``internal_error`` before any test."""
-        nothing_failed = self.verdict in _NO_FAILING_TEST or (self.verdict is Verdict.INTERNAL_ERROR and self.total == 0)
+        nothing_failed = self.verdict in _NO_FAILING_TEST or (
+            self.verdict is Verdict.INTERNAL_ERROR and self.total == 0
+        )
         return self.passed if nothing_failed else self.passed + 1
 
 

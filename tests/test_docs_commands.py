@@ -29,8 +29,24 @@ SKIPPED_DIRS = {".venv", "outputs", "demo_out", "node_modules"}
 SHELL_FENCES = {"bash", "sh", "shell"}
 HYDRA_ENTRY = "recipe.nouscoder.main"
 HYDRA_FLAGS = {"--config-name", "--config-dir", "--cfg", "--resolve", "--help", "--package", "--info"}
-SHELL_WORDS = {"cd", "export", "test", "tail", "echo", "source", "pip", "make", "bash", "sbatch", "pytest", "python",
-               "python3", ".venv/bin/python", ".venv/bin/pytest", "huggingface-cli"}
+SHELL_WORDS = {
+    "cd",
+    "export",
+    "test",
+    "tail",
+    "echo",
+    "source",
+    "pip",
+    "make",
+    "bash",
+    "sbatch",
+    "pytest",
+    "python",
+    "python3",
+    ".venv/bin/python",
+    ".venv/bin/pytest",
+    "huggingface-cli",
+}
 OPERATORS = {"&&", "||", ";", "|"}
 
 RUN_ON_CPU = [
@@ -194,7 +210,9 @@ def check_hydra_command(command: DocCommand, arguments: tuple[str, ...]) -> None
     name = words[words.index("--config-name") + 1] if "--config-name" in words else "dapo_32k"
     name = "dapo_32k" if is_placeholder(name) else name  # "--config-name NAME": any experiment
     assert (config_dir() / f"{name}.yaml").is_file(), f"{command.where}: no config {name} in configs/"
-    overrides = [word for word in words if "=" in word and not word.startswith(("-", "[")) and "SUBSTITUTED" not in word]
+    overrides = [
+        word for word in words if "=" in word and not word.startswith(("-", "[")) and "SUBSTITUTED" not in word
+    ]
     with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
         compose(config_name=name, overrides=overrides)
 
@@ -260,7 +278,9 @@ def test_the_docs_have_commands_to_check():
 
 
 def test_a_renamed_flag_is_caught():
-    command = DocCommand("README.md:1", "python -m reward_fns.grade --time-limit 5", ("python", "-m", "reward_fns.grade"))
+    command = DocCommand(
+        "README.md:1", "python -m reward_fns.grade --time-limit 5", ("python", "-m", "reward_fns.grade")
+    )
     with pytest.raises(AssertionError, match=r"uses \['--time-limit'\]"):
         check_python_module(command, "reward_fns.grade", ("--time-limit", "5"))
 

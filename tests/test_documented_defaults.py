@@ -72,11 +72,13 @@ def field_default(field: dataclasses.Field) -> Any:
     return field.default
 
 
-@pytest.mark.parametrize(("document", "prefix", "cls", "elsewhere"), TABLES, ids=[f"{t[0]}:{t[2].__name__}" for t in TABLES])
+@pytest.mark.parametrize(
+    ("document", "prefix", "cls", "elsewhere"), TABLES, ids=[f"{t[0]}:{t[2].__name__}" for t in TABLES]
+)
 def test_table_defaults_are_the_dataclass_defaults(document, prefix, cls, elsewhere):
     rows = documented_defaults(document)
     fields = {field.name: field for field in dataclasses.fields(cls) if field.name not in elsewhere}
-    documented = {key[len(prefix):]: value for key, value in rows.items() if key.startswith(prefix)}
+    documented = {key[len(prefix) :]: value for key, value in rows.items() if key.startswith(prefix)}
     if not prefix:
         documented = {key: value for key, value in documented.items() if key in fields}
     undocumented = sorted(set(fields) - set(documented))

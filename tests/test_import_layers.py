@@ -13,11 +13,23 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 LAYERS = {"verl_ext": 0, "reward_fns": 0, "data_prep": 1, "recipe": 2, "launch": 3, "benchmarks": 3}
 INDEPENDENT = {("verl_ext", "reward_fns"), ("reward_fns", "verl_ext")}
-PROCESS_MODULES = ("reward_fns.sandbox", "reward_fns.ray_pool.worker", "reward_fns.ray_pool.dispatcher",
-                   "reward_fns.ray_pool.client")
-PURE_MODULES = ("reward_fns.types", "reward_fns.layouts", "reward_fns.extract", "reward_fns.compare",
-                "reward_fns.settings", "reward_fns.ray_pool.metrics", "reward_fns.ray_pool.config",
-                "recipe.nouscoder.step_metrics", "recipe.nouscoder.diversity")
+PROCESS_MODULES = (
+    "reward_fns.sandbox",
+    "reward_fns.ray_pool.worker",
+    "reward_fns.ray_pool.dispatcher",
+    "reward_fns.ray_pool.client",
+)
+PURE_MODULES = (
+    "reward_fns.types",
+    "reward_fns.layouts",
+    "reward_fns.extract",
+    "reward_fns.compare",
+    "reward_fns.settings",
+    "reward_fns.ray_pool.metrics",
+    "reward_fns.ray_pool.config",
+    "recipe.nouscoder.step_metrics",
+    "recipe.nouscoder.diversity",
+)
 
 
 def module_files() -> dict[str, Path]:
@@ -74,7 +86,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for target in sorted(edges.get(node, ())):
             if state.get(target) == 1:
-                return path[path.index(target):] + [target]
+                return path[path.index(target) :] + [target]
             if target not in state and (cycle := visit(target)):
                 return cycle
         state[node] = 2
@@ -100,7 +112,7 @@ def test_no_upward_or_sideways_arrow_between_packages():
         if (top := source.split(".")[0]) != (other := target.split(".")[0])
         and (LAYERS[other] > LAYERS[top] or (top, other) in INDEPENDENT)
     ]
-    assert not wrong, f"imports against the layers (docs/DESIGN.md \"Layers\"): {wrong}"
+    assert not wrong, f'imports against the layers (docs/DESIGN.md "Layers"): {wrong}'
 
 
 def test_pure_modules_start_no_processes():

@@ -24,13 +24,28 @@ def test_wheel_ships_every_sample_problem_file(tmp_path):
         copy(REPO / part, source / part, **({"ignore": BUILD_LEFTOVERS} if (REPO / part).is_dir() else {}))
     wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)],
-        check=True, capture_output=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(source),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
     )
     names = set(zipfile.ZipFile(next(wheels.glob("nouscoder_verl-*.whl"))).namelist())
     problems = REPO / "data_prep" / "sample" / "problems"
     expected = {
-        path.relative_to(REPO).as_posix() for path in problems.rglob("*") if path.is_file() and "__pycache__" not in path.parts
+        path.relative_to(REPO).as_posix()
+        for path in problems.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
     }
     assert len(expected) > 200 and not expected - names, sorted(expected - names)[:10]
     assert "data_prep/sample/bundle.py" in names and "recipe/nouscoder/eval/README.md" in names

@@ -137,10 +137,18 @@ def resume_rule_matches_verl() -> None:
             loaded: list[str] = []
             trainer = SimpleNamespace(
                 config=OmegaConf.create(
-                    {"trainer": {"resume_mode": mode, "resume_from_path": resume_path, "default_local_dir": run_dir,
-                                 "del_local_ckpt_after_load": False}}
+                    {
+                        "trainer": {
+                            "resume_mode": mode,
+                            "resume_from_path": resume_path,
+                            "default_local_dir": run_dir,
+                            "del_local_ckpt_after_load": False,
+                        }
+                    }
                 ),
-                actor_rollout_wg=SimpleNamespace(load_checkpoint=lambda local_path, _loaded=loaded, **_: _loaded.append(local_path)),
+                actor_rollout_wg=SimpleNamespace(
+                    load_checkpoint=lambda local_path, _loaded=loaded, **_: _loaded.append(local_path)
+                ),
                 use_critic=False,
                 trainer_mode="sync",
                 train_dataloader=SimpleNamespace(load_state_dict=lambda _state: None),
@@ -160,8 +168,10 @@ def buffer_class_can_be_swapped() -> None:
     ``__slots__`` pins its layout."""
     require_init_sets(REPLAY_BUFFER, "refill_fn", "filter_groups_metric", "partitions", "_dapo_classification_cache")
     for path in (REPLAY_BUFFER, REPLAY_BUFFER_ASYNC):
-        require(all("__slots__" not in vars(cls) for cls in resolve(path).__mro__[:-1]),
-                f"{path} declares __slots__: an instance cannot change class")
+        require(
+            all("__slots__" not in vars(cls) for cls in resolve(path).__mro__[:-1]),
+            f"{path} declares __slots__: an instance cannot change class",
+        )
 
 
 def ray_actor_subclasses_define_init() -> None:
@@ -176,8 +186,10 @@ def ray_actor_subclasses_define_init() -> None:
     for module in (main, temperature):
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ == module.__name__ and actor_bases & set(cls.__mro__[1:]) and "__init__" not in vars(cls):
-                raise ContractBroken(f"{cls.__module__}.{cls.__qualname__} subclasses a Ray actor class of verl "
-                                     "without defining __init__ (the actor fails to start)")
+                raise ContractBroken(
+                    f"{cls.__module__}.{cls.__qualname__} subclasses a Ray actor class of verl "
+                    "without defining __init__ (the actor fails to start)"
+                )
 
 
 def our_verl_imports() -> list[tuple[str, str]]:
@@ -203,146 +215,334 @@ CPU = "recipe/nouscoder/cpu/"
 
 CONTRACT = [
     # The six private trainer methods the trainers override (called by verl's fit/step; renamed = never called).
-    Internal("PPOTrainer._build_replay_buffer", f"{TRAINER}: the buffer the dynamic-sampling cap specialises",
-             lambda: (require_override(TRAINER_BASE, "_build_replay_buffer", f"{TRAINER_BASE}.__init__"),
-                      require_source(f"{TRAINER_BASE}._build_replay_buffer",
-                                     'ReplayBuffer if self.trainer_mode == "sync" else ReplayBufferAsync',
-                                     "refill_fn=self._add_prompts_to_generate"))),
-    Internal("PPOTrainer._init_dataloader", f"{TRAINER}: train dataloader rebuilt over the problem-filter sampler",
-             lambda: (require_override(TRAINER_BASE, "_init_dataloader", f"{TRAINER_BASE}._setup"),
-                      require_source(f"{TRAINER_BASE}._init_dataloader", "self.train_dataloader = StatefulDataLoader(",
-                                     "self.train_dataset", "self.total_training_steps ="))),
-    Internal("PPOTrainer._next_train_batch", f"{TRAINER}: the staged temperature written on every prompt",
-             lambda: require_override(TRAINER_BASE, "_next_train_batch", f"{TRAINER_BASE}._add_prompts_to_generate",
-                                      "num_prompts")),
-    Internal("PPOTrainer._compute_advantage", f"{TRAINER}: microcoder_grpo's response ids around verl's advantage step",
-             lambda: (require_override(TRAINER_BASE, "_compute_advantage", f"{TRAINER_BASE}._step_once",
-                                       "batch", "metrics"),
-                      require_source(f"{TRAINER_BASE}._compute_advantage", "batch.keys"))),
-    Internal("PPOTrainer._save_checkpoint", f"{TRAINER}: online-filter state saved in global_step_N/",
-             lambda: (require_override(TRAINER_BASE, "_save_checkpoint", f"{TRAINER_BASE}.fit"),
-                      require_source(f"{TRAINER_BASE}._save_checkpoint", 'f"global_step_{self.global_steps}"'))),
-    Internal("PPOTrainer._load_checkpoint", f"{TRAINER}: online-filter state restored from the resumed folder",
-             lambda: require_override(TRAINER_BASE, "_load_checkpoint", f"{TRAINER_BASE}._setup")),
+    Internal(
+        "PPOTrainer._build_replay_buffer",
+        f"{TRAINER}: the buffer the dynamic-sampling cap specialises",
+        lambda: (
+            require_override(TRAINER_BASE, "_build_replay_buffer", f"{TRAINER_BASE}.__init__"),
+            require_source(
+                f"{TRAINER_BASE}._build_replay_buffer",
+                'ReplayBuffer if self.trainer_mode == "sync" else ReplayBufferAsync',
+                "refill_fn=self._add_prompts_to_generate",
+            ),
+        ),
+    ),
+    Internal(
+        "PPOTrainer._init_dataloader",
+        f"{TRAINER}: train dataloader rebuilt over the problem-filter sampler",
+        lambda: (
+            require_override(TRAINER_BASE, "_init_dataloader", f"{TRAINER_BASE}._setup"),
+            require_source(
+                f"{TRAINER_BASE}._init_dataloader",
+                "self.train_dataloader = StatefulDataLoader(",
+                "self.train_dataset",
+                "self.total_training_steps =",
+            ),
+        ),
+    ),
+    Internal(
+        "PPOTrainer._next_train_batch",
+        f"{TRAINER}: the staged temperature written on every prompt",
+        lambda: require_override(
+            TRAINER_BASE, "_next_train_batch", f"{TRAINER_BASE}._add_prompts_to_generate", "num_prompts"
+        ),
+    ),
+    Internal(
+        "PPOTrainer._compute_advantage",
+        f"{TRAINER}: microcoder_grpo's response ids around verl's advantage step",
+        lambda: (
+            require_override(TRAINER_BASE, "_compute_advantage", f"{TRAINER_BASE}._step_once", "batch", "metrics"),
+            require_source(f"{TRAINER_BASE}._compute_advantage", "batch.keys"),
+        ),
+    ),
+    Internal(
+        "PPOTrainer._save_checkpoint",
+        f"{TRAINER}: online-filter state saved in global_step_N/",
+        lambda: (
+            require_override(TRAINER_BASE, "_save_checkpoint", f"{TRAINER_BASE}.fit"),
+            require_source(f"{TRAINER_BASE}._save_checkpoint", 'f"global_step_{self.global_steps}"'),
+        ),
+    ),
+    Internal(
+        "PPOTrainer._load_checkpoint",
+        f"{TRAINER}: online-filter state restored from the resumed folder",
+        lambda: require_override(TRAINER_BASE, "_load_checkpoint", f"{TRAINER_BASE}._setup"),
+    ),
     # Public hooks and attributes the mixin leans on.
-    Internal("PPOTrainer.on_step_begin / step", f"{TRAINER}: per-step temperature, refill budget, step metrics",
-             lambda: (require_override(TRAINER_BASE, "on_step_begin", f"{TRAINER_BASE}.fit"),
-                      require_override(TRAINER_BASE, "step", f"{TRAINER_BASE}.fit", "metrics", "timing_raw"))),
-    Internal("trainer.v1.trainer_mode compared to 'sync'", f"{TRAINER}: reset to the base mode in __init__",
-             lambda: (require_source(f"{TRAINER_BASE}.__init__", "self.trainer_mode = self.config.trainer.v1.trainer_mode",
-                                     "self.parameter_sync_step ="),
-                      resolve("verl.trainer.ppo.v1:register_trainer"))),
-    Internal("PPOTrainerSeparateAsync.get_llm_client", "recipe/nouscoder/trainer.py: ExtraFieldsClient in its place",
-             lambda: (require_source(f"{SEPARATE_ASYNC}.get_llm_client",
-                                     "self.standalone_server_manager.get_client(client_cls="),
-                      require_parameters("verl.workers.rollout.llm_server:LLMServerManager.get_client", "client_cls"))),
-    Internal("resume rule of PPOTrainer._load_checkpoint", f"{TRAINER}: _resumed_checkpoint_folder re-implements it",
-             resume_rule_matches_verl),
-    Internal("trainer_separate_async.logger", f"{TRAINER}: wrapped to drop print's flush= keyword",
-             lambda: require(isinstance(resolve("verl.trainer.ppo.v1.trainer_separate_async:logger"),
-                                        logging.Logger | logging.LoggerAdapter), "it is no longer a module logger")),
+    Internal(
+        "PPOTrainer.on_step_begin / step",
+        f"{TRAINER}: per-step temperature, refill budget, step metrics",
+        lambda: (
+            require_override(TRAINER_BASE, "on_step_begin", f"{TRAINER_BASE}.fit"),
+            require_override(TRAINER_BASE, "step", f"{TRAINER_BASE}.fit", "metrics", "timing_raw"),
+        ),
+    ),
+    Internal(
+        "trainer.v1.trainer_mode compared to 'sync'",
+        f"{TRAINER}: reset to the base mode in __init__",
+        lambda: (
+            require_source(
+                f"{TRAINER_BASE}.__init__",
+                "self.trainer_mode = self.config.trainer.v1.trainer_mode",
+                "self.parameter_sync_step =",
+            ),
+            resolve("verl.trainer.ppo.v1:register_trainer"),
+        ),
+    ),
+    Internal(
+        "PPOTrainerSeparateAsync.get_llm_client",
+        "recipe/nouscoder/trainer.py: ExtraFieldsClient in its place",
+        lambda: (
+            require_source(f"{SEPARATE_ASYNC}.get_llm_client", "self.standalone_server_manager.get_client(client_cls="),
+            require_parameters("verl.workers.rollout.llm_server:LLMServerManager.get_client", "client_cls"),
+        ),
+    ),
+    Internal(
+        "resume rule of PPOTrainer._load_checkpoint",
+        f"{TRAINER}: _resumed_checkpoint_folder re-implements it",
+        resume_rule_matches_verl,
+    ),
+    Internal(
+        "trainer_separate_async.logger",
+        f"{TRAINER}: wrapped to drop print's flush= keyword",
+        lambda: require(
+            isinstance(
+                resolve("verl.trainer.ppo.v1.trainer_separate_async:logger"), logging.Logger | logging.LoggerAdapter
+            ),
+            "it is no longer a module logger",
+        ),
+    ),
     # buffer.__class__ swap and the dynamic-sampling internals.
-    Internal("buffer.__class__ swap (ReplayBuffer / ReplayBufferAsync)",
-             f"{DYNAMIC_SAMPLING}: the built buffer becomes CappedReplayBuffer[Async] in place",
-             lambda: buffer_class_can_be_swapped()),
-    Internal("ReplayBuffer._evict_terminal_groups", f"{DYNAMIC_SAMPLING}: dropped zero-variance groups counted",
-             lambda: (require_parameters(f"{REPLAY_BUFFER}._evict_terminal_groups",
-                                         "global_steps", "partition_id", "eviction_reasons"),
-                      require_source(f"{REPLAY_BUFFER}._evict_terminal_groups",
-                                     "stale_uids, dapo_uids, failed_uids, dapo_counts = eviction_reasons"),
-                      require_source(REPLAY_BUFFER, "self._evict_terminal_groups("))),
-    Internal("ReplayBuffer.filter_groups_metric / refill_fn", f"{DYNAMIC_SAMPLING}: the cap pauses filtering",
-             lambda: require_source(REPLAY_BUFFER, "self.filter_groups_metric is None", "self.refill_fn(")),
-    Internal("ReplayBuffer._dapo_classification_cache / partitions", f"{DYNAMIC_SAMPLING}: solved groups' problem ids",
-             lambda: require_source(REPLAY_BUFFER, "classification_cache = self._dapo_classification_cache[partition_id]",
-                                    'key.split("_")[0]')),
+    Internal(
+        "buffer.__class__ swap (ReplayBuffer / ReplayBufferAsync)",
+        f"{DYNAMIC_SAMPLING}: the built buffer becomes CappedReplayBuffer[Async] in place",
+        lambda: buffer_class_can_be_swapped(),
+    ),
+    Internal(
+        "ReplayBuffer._evict_terminal_groups",
+        f"{DYNAMIC_SAMPLING}: dropped zero-variance groups counted",
+        lambda: (
+            require_parameters(
+                f"{REPLAY_BUFFER}._evict_terminal_groups", "global_steps", "partition_id", "eviction_reasons"
+            ),
+            require_source(
+                f"{REPLAY_BUFFER}._evict_terminal_groups",
+                "stale_uids, dapo_uids, failed_uids, dapo_counts = eviction_reasons",
+            ),
+            require_source(REPLAY_BUFFER, "self._evict_terminal_groups("),
+        ),
+    ),
+    Internal(
+        "ReplayBuffer.filter_groups_metric / refill_fn",
+        f"{DYNAMIC_SAMPLING}: the cap pauses filtering",
+        lambda: require_source(REPLAY_BUFFER, "self.filter_groups_metric is None", "self.refill_fn("),
+    ),
+    Internal(
+        "ReplayBuffer._dapo_classification_cache / partitions",
+        f"{DYNAMIC_SAMPLING}: solved groups' problem ids",
+        lambda: require_source(
+            REPLAY_BUFFER, "classification_cache = self._dapo_classification_cache[partition_id]", 'key.split("_")[0]'
+        ),
+    ),
     # Ray actor classes.
-    Internal("AgentLoopWorkerTQ.__ray_actor_class__._run_agent_loop",
-             "recipe/nouscoder/temperature.py: the prompt's staged temperature into sampling_params",
-             lambda: (require_parameters("verl.trainer.ppo.v1.agent_loop_tq:AgentLoopWorkerTQ.__ray_actor_class__"
-                                         "._run_agent_loop", "sampling_params", "trajectory", "agent_name", "trace"),
-                      require_source("verl.trainer.ppo.v1.agent_loop_tq:AgentLoopWorkerTQ.__ray_actor_class__._run_prompt",
-                                     "**prompt"))),
-    Internal("AgentLoopManagerTQ.agent_loop_workers_class",
-             "recipe/nouscoder/temperature.py: the manager starts our worker class",
-             lambda: (require_init_sets("verl.trainer.ppo.v1.agent_loop_tq:AgentLoopManagerTQ", "agent_loop_workers_class"),
-                      require_source("verl.experimental.agent_loop.agent_loop:AgentLoopManager._init_agent_loop_workers",
-                                     "self.agent_loop_workers_class.options("),
-                      require_source("verl.trainer.main_ppo:TaskRunnerV1.__ray_actor_class__.init_agent_loop_manager",
-                                     ".get(\"agent_loop_manager_class\")"))),
-    Internal("TaskRunnerV1.__ray_actor_class__ + run_ppo(task_runner_class=)",
-             "recipe/nouscoder/main.py: our TaskRunner registers the trainers where verl looks them up",
-             lambda: (require_parameters("verl.trainer.main_ppo:TaskRunnerV1.__ray_actor_class__.run", "config"),
-                      require_parameters("verl.trainer.main_ppo:run_ppo", "config", "task_runner_class"))),
-    Internal("super().__init__ Ray-pickling pitfall", "recipe/nouscoder/temperature.py, main.py: explicit __init__",
-             ray_actor_subclasses_define_init),
-    Internal("VERL_FILE_LOGGER_PATH", "recipe/nouscoder/main.py: metrics.jsonl in the run directory",
-             lambda: require_source("verl.utils.tracking:FileLogger.__init__", 'os.getenv("VERL_FILE_LOGGER_PATH"')),
-    Internal("extra_fields['reward_extra_info']", "recipe/nouscoder/step_metrics.py: grading/* from each rollout",
-             lambda: require_source("verl.experimental.agent_loop.agent_loop:AgentLoopWorker",
-                                    'extra_fields["reward_extra_info"] = result["reward_extra_info"]')),
-    Internal("FullyAsyncLLMServerClient.generate's super() call",
-             "recipe/nouscoder/server_client.py: the server's extra_fields recorded below it in the MRO",
-             lambda: require_source("verl.workers.rollout.llm_server:FullyAsyncLLMServerClient.generate",
-                                    "await super().generate(")),
-    Internal("rollout_corr_helper._parse_rollout_is_threshold", "verl_ext/policy_loss_common.py: the TIS cap C",
-             lambda: require_parameters("verl.trainer.ppo.rollout_corr_helper:_parse_rollout_is_threshold",
-                                        "threshold_spec")),
-    Internal("policy-loss call keywords", "verl_ext/policy_loss_*.py: the signature verl calls a loss with",
-             lambda: require_source("verl.workers.utils.losses:ppo_loss", "old_log_prob=old_log_prob",
-                                    "response_mask=response_mask", "loss_agg_mode=loss_agg_mode", "config=config",
-                                    "rollout_is_weights=rollout_is_weights")),
+    Internal(
+        "AgentLoopWorkerTQ.__ray_actor_class__._run_agent_loop",
+        "recipe/nouscoder/temperature.py: the prompt's staged temperature into sampling_params",
+        lambda: (
+            require_parameters(
+                "verl.trainer.ppo.v1.agent_loop_tq:AgentLoopWorkerTQ.__ray_actor_class__._run_agent_loop",
+                "sampling_params",
+                "trajectory",
+                "agent_name",
+                "trace",
+            ),
+            require_source(
+                "verl.trainer.ppo.v1.agent_loop_tq:AgentLoopWorkerTQ.__ray_actor_class__._run_prompt", "**prompt"
+            ),
+        ),
+    ),
+    Internal(
+        "AgentLoopManagerTQ.agent_loop_workers_class",
+        "recipe/nouscoder/temperature.py: the manager starts our worker class",
+        lambda: (
+            require_init_sets("verl.trainer.ppo.v1.agent_loop_tq:AgentLoopManagerTQ", "agent_loop_workers_class"),
+            require_source(
+                "verl.experimental.agent_loop.agent_loop:AgentLoopManager._init_agent_loop_workers",
+                "self.agent_loop_workers_class.options(",
+            ),
+            require_source(
+                "verl.trainer.main_ppo:TaskRunnerV1.__ray_actor_class__.init_agent_loop_manager",
+                '.get("agent_loop_manager_class")',
+            ),
+        ),
+    ),
+    Internal(
+        "TaskRunnerV1.__ray_actor_class__ + run_ppo(task_runner_class=)",
+        "recipe/nouscoder/main.py: our TaskRunner registers the trainers where verl looks them up",
+        lambda: (
+            require_parameters("verl.trainer.main_ppo:TaskRunnerV1.__ray_actor_class__.run", "config"),
+            require_parameters("verl.trainer.main_ppo:run_ppo", "config", "task_runner_class"),
+        ),
+    ),
+    Internal(
+        "super().__init__ Ray-pickling pitfall",
+        "recipe/nouscoder/temperature.py, main.py: explicit __init__",
+        ray_actor_subclasses_define_init,
+    ),
+    Internal(
+        "VERL_FILE_LOGGER_PATH",
+        "recipe/nouscoder/main.py: metrics.jsonl in the run directory",
+        lambda: require_source("verl.utils.tracking:FileLogger.__init__", 'os.getenv("VERL_FILE_LOGGER_PATH"'),
+    ),
+    Internal(
+        "extra_fields['reward_extra_info']",
+        "recipe/nouscoder/step_metrics.py: grading/* from each rollout",
+        lambda: require_source(
+            "verl.experimental.agent_loop.agent_loop:AgentLoopWorker",
+            'extra_fields["reward_extra_info"] = result["reward_extra_info"]',
+        ),
+    ),
+    Internal(
+        "FullyAsyncLLMServerClient.generate's super() call",
+        "recipe/nouscoder/server_client.py: the server's extra_fields recorded below it in the MRO",
+        lambda: require_source(
+            "verl.workers.rollout.llm_server:FullyAsyncLLMServerClient.generate", "await super().generate("
+        ),
+    ),
+    Internal(
+        "rollout_corr_helper._parse_rollout_is_threshold",
+        "verl_ext/policy_loss_common.py: the TIS cap C",
+        lambda: require_parameters(
+            "verl.trainer.ppo.rollout_corr_helper:_parse_rollout_is_threshold", "threshold_spec"
+        ),
+    ),
+    Internal(
+        "policy-loss call keywords",
+        "verl_ext/policy_loss_*.py: the signature verl calls a loss with",
+        lambda: require_source(
+            "verl.workers.utils.losses:ppo_loss",
+            "old_log_prob=old_log_prob",
+            "response_mask=response_mask",
+            "loss_agg_mode=loss_agg_mode",
+            "config=config",
+            "rollout_is_weights=rollout_is_weights",
+        ),
+    ),
     # The multi-turn agent loop.
-    Internal("AgentLoopBase + register", "recipe/nouscoder/multi_turn/agent_loop.py: the loop in verl's agent registry",
-             lambda: (require_parameters("verl.experimental.agent_loop.agent_loop:register", "agent_name"),
-                      require_parameters("verl.experimental.agent_loop.agent_loop:AgentLoopBase.run",
-                                         "sampling_params"))),
-    Internal("extra_fields -> tool_extra_fields -> extra_info (naive, limited, remote)",
-             "reward_fns/multi_turn.py: the reward reads the trajectory record from extra_info",
-             lambda: (require_source("verl.experimental.agent_loop.agent_loop:AgentLoopWorker",
-                                     '"tool_extra_fields": np.array([o.extra_fields for o in outputs]'),
-                      *(require_source(f"verl.experimental.reward_loop.reward_manager.{name}",
-                                       "extra_info.update(tool_extra_fields.items())")
-                        for name in ("naive", "limited", "remote")))),
+    Internal(
+        "AgentLoopBase + register",
+        "recipe/nouscoder/multi_turn/agent_loop.py: the loop in verl's agent registry",
+        lambda: (
+            require_parameters("verl.experimental.agent_loop.agent_loop:register", "agent_name"),
+            require_parameters("verl.experimental.agent_loop.agent_loop:AgentLoopBase.run", "sampling_params"),
+        ),
+    ),
+    Internal(
+        "extra_fields -> tool_extra_fields -> extra_info (naive, limited, remote)",
+        "reward_fns/multi_turn.py: the reward reads the trajectory record from extra_info",
+        lambda: (
+            require_source(
+                "verl.experimental.agent_loop.agent_loop:AgentLoopWorker",
+                '"tool_extra_fields": np.array([o.extra_fields for o in outputs]',
+            ),
+            *(
+                require_source(
+                    f"verl.experimental.reward_loop.reward_manager.{name}",
+                    "extra_info.update(tool_extra_fields.items())",
+                )
+                for name in ("naive", "limited", "remote")
+            ),
+        ),
+    ),
     # The CPU mode.
-    Internal("verl.utils.distributed.initialize_global_process_group_ray", f"{CPU}plugin.py: single gloo backend",
-             lambda: (require_parameters("verl.utils.distributed:initialize_global_process_group_ray",
-                                         "timeout_second", "backend"),
-                      require_source("verl.utils.distributed:initialize_global_process_group_ray",
-                                     'backend or f"cpu:gloo,{get_device_name()}:{get_nccl_backend()}"'))),
-    Internal("RolloutReplicaRegistry.register", f"{CPU}plugin.py: the hf_cpu replica",
-             lambda: require_parameters("verl.workers.rollout.replica:RolloutReplicaRegistry.register", "name", "loader")),
-    Internal("rollout base _ROLLOUT_REGISTRY", f"{CPU}plugin.py: the hf_cpu server adapter by (name, mode)",
-             lambda: (require(isinstance(resolve("verl.workers.rollout.base:_ROLLOUT_REGISTRY"), dict), "no longer a dict"),
-                      require_source("verl.workers.rollout.base:get_rollout_class",
-                                     "_ROLLOUT_REGISTRY[(rollout_name, mode)]"))),
-    Internal("RolloutReplica / BaseRollout internals", f"{CPU}rollout.py: CPUReplica.launch_servers, CPUServerAdapter",
-             lambda: (require_init_sets("verl.workers.rollout.replica:RolloutReplica", "world_size", "workers",
-                                        "replica_rank", "name_suffix", "servers", "_server_address", "_server_handle"),
-                      resolve("verl.workers.rollout.replica:RolloutReplica.max_concurrency"),
-                      require_parameters("verl.workers.rollout.base:BaseRollout.__init__",
-                                         "config", "model_config", "device_mesh"))),
-    Internal("CheckpointEngineRegistry + split/merge_weight_chunks", f"{CPU}checkpoint_engine.py: cpu_gloo",
-             lambda: (require_parameters("verl.checkpoint_engine.base:CheckpointEngineRegistry.register", "backend"),
-                      require_parameters("verl.checkpoint_engine.base:split_weight_chunks", "weights", "bucket_size"),
-                      resolve("verl.checkpoint_engine.base:merge_weight_chunks"),
-                      resolve("verl.checkpoint_engine.base:TensorMeta"),
-                      require_abstract_methods_within("verl.checkpoint_engine.base:CheckpointEngine",
-                                                      resolve("recipe.nouscoder.cpu.checkpoint_engine:"
-                                                              "GlooCheckpointEngine")))),
-    Internal("EngineRegistry + VERL_ENGINE_DEVICE", f"{CPU}__init__.py: verl's FSDP engine selected on CPU",
-             lambda: require_source("verl.workers.engine.base:EngineRegistry.get_engine_cls",
-                                    'os.getenv("VERL_ENGINE_DEVICE")')),
-    Internal("PlatformRegistry / set_platform", f"{CPU}plugin.py, platform.py: the cpu platform",
-             lambda: (require_parameters("verl.plugin.platform.platform_manager:PlatformRegistry.register", "platform"),
-                      require_parameters("verl.plugin.platform.platform_manager:PlatformRegistry.get", "name"),
-                      require_parameters("verl.plugin.platform.platform_manager:set_platform", "platform"),
-                      require_source("verl.plugin.platform.platform_manager", 'os.environ.get("VERL_PLATFORM"'),
-                      require_abstract_methods_within("verl.plugin.platform.platform_base:PlatformBase",
-                                                      resolve("recipe.nouscoder.cpu.platform:CPUPlatform")))),
-    Internal("VERL_USE_EXTERNAL_MODULES", f"{CPU}__init__.py: every Ray process imports the CPU plugin",
-             lambda: require('os.getenv("VERL_USE_EXTERNAL_MODULES"' in Path(verl.__file__).read_text(encoding="utf-8"),
-                             "verl/__init__.py no longer reads it")),
+    Internal(
+        "verl.utils.distributed.initialize_global_process_group_ray",
+        f"{CPU}plugin.py: single gloo backend",
+        lambda: (
+            require_parameters(
+                "verl.utils.distributed:initialize_global_process_group_ray", "timeout_second", "backend"
+            ),
+            require_source(
+                "verl.utils.distributed:initialize_global_process_group_ray",
+                'backend or f"cpu:gloo,{get_device_name()}:{get_nccl_backend()}"',
+            ),
+        ),
+    ),
+    Internal(
+        "RolloutReplicaRegistry.register",
+        f"{CPU}plugin.py: the hf_cpu replica",
+        lambda: require_parameters("verl.workers.rollout.replica:RolloutReplicaRegistry.register", "name", "loader"),
+    ),
+    Internal(
+        "rollout base _ROLLOUT_REGISTRY",
+        f"{CPU}plugin.py: the hf_cpu server adapter by (name, mode)",
+        lambda: (
+            require(isinstance(resolve("verl.workers.rollout.base:_ROLLOUT_REGISTRY"), dict), "no longer a dict"),
+            require_source("verl.workers.rollout.base:get_rollout_class", "_ROLLOUT_REGISTRY[(rollout_name, mode)]"),
+        ),
+    ),
+    Internal(
+        "RolloutReplica / BaseRollout internals",
+        f"{CPU}rollout.py: CPUReplica.launch_servers, CPUServerAdapter",
+        lambda: (
+            require_init_sets(
+                "verl.workers.rollout.replica:RolloutReplica",
+                "world_size",
+                "workers",
+                "replica_rank",
+                "name_suffix",
+                "servers",
+                "_server_address",
+                "_server_handle",
+            ),
+            resolve("verl.workers.rollout.replica:RolloutReplica.max_concurrency"),
+            require_parameters(
+                "verl.workers.rollout.base:BaseRollout.__init__", "config", "model_config", "device_mesh"
+            ),
+        ),
+    ),
+    Internal(
+        "CheckpointEngineRegistry + split/merge_weight_chunks",
+        f"{CPU}checkpoint_engine.py: cpu_gloo",
+        lambda: (
+            require_parameters("verl.checkpoint_engine.base:CheckpointEngineRegistry.register", "backend"),
+            require_parameters("verl.checkpoint_engine.base:split_weight_chunks", "weights", "bucket_size"),
+            resolve("verl.checkpoint_engine.base:merge_weight_chunks"),
+            resolve("verl.checkpoint_engine.base:TensorMeta"),
+            require_abstract_methods_within(
+                "verl.checkpoint_engine.base:CheckpointEngine",
+                resolve("recipe.nouscoder.cpu.checkpoint_engine:GlooCheckpointEngine"),
+            ),
+        ),
+    ),
+    Internal(
+        "EngineRegistry + VERL_ENGINE_DEVICE",
+        f"{CPU}__init__.py: verl's FSDP engine selected on CPU",
+        lambda: require_source(
+            "verl.workers.engine.base:EngineRegistry.get_engine_cls", 'os.getenv("VERL_ENGINE_DEVICE")'
+        ),
+    ),
+    Internal(
+        "PlatformRegistry / set_platform",
+        f"{CPU}plugin.py, platform.py: the cpu platform",
+        lambda: (
+            require_parameters("verl.plugin.platform.platform_manager:PlatformRegistry.register", "platform"),
+            require_parameters("verl.plugin.platform.platform_manager:PlatformRegistry.get", "name"),
+            require_parameters("verl.plugin.platform.platform_manager:set_platform", "platform"),
+            require_source("verl.plugin.platform.platform_manager", 'os.environ.get("VERL_PLATFORM"'),
+            require_abstract_methods_within(
+                "verl.plugin.platform.platform_base:PlatformBase", resolve("recipe.nouscoder.cpu.platform:CPUPlatform")
+            ),
+        ),
+    ),
+    Internal(
+        "VERL_USE_EXTERNAL_MODULES",
+        f"{CPU}__init__.py: every Ray process imports the CPU plugin",
+        lambda: require(
+            'os.getenv("VERL_USE_EXTERNAL_MODULES"' in Path(verl.__file__).read_text(encoding="utf-8"),
+            "verl/__init__.py no longer reads it",
+        ),
+    ),
 ]
 
 
@@ -357,7 +557,7 @@ def test_verl_internal_is_where_we_rely_on_it(internal: Internal):
         pytest.fail(
             f"verl {verl.__version__}: {internal.name} moved ({broken}).\n"
             f"  relied on by {internal.used_by}\n"
-            f"  adapt that code to the new verl, then this entry (docs/DESIGN.md \"verl internals we rely on\")",
+            f'  adapt that code to the new verl, then this entry (docs/DESIGN.md "verl internals we rely on")',
             pytrace=False,
         )
 
@@ -382,7 +582,7 @@ def test_verl_is_the_pinned_version():
 def test_design_lists_every_internal():
     design = DESIGN.read_text(encoding="utf-8")
     missing = [internal.name for internal in CONTRACT if f"`{internal.name}`" not in design]
-    assert not missing, f"docs/DESIGN.md \"verl internals we rely on\" lacks {missing}"
+    assert not missing, f'docs/DESIGN.md "verl internals we rely on" lacks {missing}'
 
 
 def test_a_renamed_internal_fails_naming_it_and_its_user(monkeypatch):

@@ -43,7 +43,9 @@ def inversion_inputs(rng: random.Random) -> list[str]:
 def courier_inputs(rng: random.Random) -> list[str]:
     """10^5 depots; a random tree of roads keeps most depots reachable, plus random extra roads (about 3.3 MB)."""
     depots, extra_roads = 100_000, 40_000
-    roads = [(rng.randint(max(1, depot - 50), depot - 1), depot, rng.randint(0, 10**9)) for depot in range(2, depots + 1)]
+    roads = [
+        (rng.randint(max(1, depot - 50), depot - 1), depot, rng.randint(0, 10**9)) for depot in range(2, depots + 1)
+    ]
     roads += [(rng.randint(1, depots), rng.randint(1, depots), rng.randint(0, 10**9)) for _ in range(extra_roads)]
     rng.shuffle(roads)
     return [f"{depots} {len(roads)}\n" + "".join(f"{u} {v} {w}\n" for u, v, w in roads)]

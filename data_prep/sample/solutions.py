@@ -79,7 +79,7 @@ def render_completion(title: str, is_functional: bool, code: str) -> str:
     """Wrap a program the way a reasoning model answers: think section, one line of prose, fenced code."""
     shape = "the `Solution` class" if is_functional else "a program that reads stdin and writes stdout"
     return (
-        f"<think>\nThe task is \"{title}\". I check the input format and the limits, pick an approach that fits them,"
+        f'<think>\nThe task is "{title}". I check the input format and the limits, pick an approach that fits them,'
         f" and walk through the edge cases before writing the code.\n</think>\n\n"
         f"Here is {shape}.\n\n```python\n{code.rstrip()}\n```\n"
     )
@@ -88,7 +88,10 @@ def render_completion(title: str, is_functional: bool, code: str) -> str:
 def solution_from_file(path: Path, title: str, is_functional: bool) -> SampleSolution:
     problem_id, stem = path.parent.name, path.stem
     if stem == "reference":
-        fields, body = {"expected_verdict": Verdict.ACCEPTED.value, "note": "trusted reference solution"}, path.read_text()
+        fields, body = (
+            {"expected_verdict": Verdict.ACCEPTED.value, "note": "trusted reference solution"},
+            path.read_text(),
+        )
     else:
         fields, body = split_header(path.read_text())
     verdict = fields.get("expected_verdict")

@@ -91,45 +91,93 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "sample_index < n is used and every problem must have n (default: all samples of the file)",
     )
     parser.add_argument("--k", default=None, help="comma-separated k of pass@k (default 1, 2, 4, ... and n); k <= n")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="evaluate only the problems that have samples instead of stopping (the score then "
-                        "covers fewer problems: the report says how many)")
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="evaluate only the problems that have samples instead of stopping (the score then "
+        "covers fewer problems: the report says how many)",
+    )
     sampling = parser.add_argument_group("sampling (--model; defaults: NousCoder Table 3 evaluation)")
     sampling.add_argument("--temperature", type=float, default=0.6, help="sampling temperature")
     sampling.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling top-p")
-    sampling.add_argument("--max-tokens", type=int, default=40960,
-                          help="generated tokens per sample at most (also capped by max model length - prompt)")
-    sampling.add_argument("--yarn-factor", type=float, default=None,
-                          help="YaRN rope scaling factor (NousCoder final eval: 2.0, i.e. 81,920 tokens); none if unset")
-    sampling.add_argument("--original-max-position-embeddings", type=int, default=40960,
-                          help="the model's native context that --yarn-factor multiplies (Qwen3-14B: 40,960)")
-    sampling.add_argument("--max-model-len", type=int, default=None,
-                          help="vLLM max_model_len (default: factor x original with YaRN, else the model's)")
-    sampling.add_argument("--hf-overrides", type=json_object, default={},
-                          help="JSON object of extra config.json overrides for vLLM, merged over the YaRN ones")
+    sampling.add_argument(
+        "--max-tokens",
+        type=int,
+        default=40960,
+        help="generated tokens per sample at most (also capped by max model length - prompt)",
+    )
+    sampling.add_argument(
+        "--yarn-factor",
+        type=float,
+        default=None,
+        help="YaRN rope scaling factor (NousCoder final eval: 2.0, i.e. 81,920 tokens); none if unset",
+    )
+    sampling.add_argument(
+        "--original-max-position-embeddings",
+        type=int,
+        default=40960,
+        help="the model's native context that --yarn-factor multiplies (Qwen3-14B: 40,960)",
+    )
+    sampling.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="vLLM max_model_len (default: factor x original with YaRN, else the model's)",
+    )
+    sampling.add_argument(
+        "--hf-overrides",
+        type=json_object,
+        default={},
+        help="JSON object of extra config.json overrides for vLLM, merged over the YaRN ones",
+    )
     sampling.add_argument("--seed", type=int, default=0, help="sampling seed (each sample gets a seed from it)")
     sampling.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs per vLLM engine")
-    sampling.add_argument("--data-parallel-size", type=int, default=None,
-                          help="vLLM engines, one process each (default: visible GPUs / tensor parallel size)")
+    sampling.add_argument(
+        "--data-parallel-size",
+        type=int,
+        default=None,
+        help="vLLM engines, one process each (default: visible GPUs / tensor parallel size)",
+    )
     sampling.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM GPU memory fraction")
-    sampling.add_argument("--chunk-size", type=int, default=512,
-                          help="requests per vLLM generate call; the cache is appended after each")
+    sampling.add_argument(
+        "--chunk-size", type=int, default=512, help="requests per vLLM generate call; the cache is appended after each"
+    )
     multi_turn = parser.add_argument_group(
         "multi-turn (--turns >= 2: the training loop's public-test feedback, recipe/nouscoder/multi_turn; "
-        "--max-tokens is then the budget of a whole conversation)")
-    multi_turn.add_argument("--turns", type=int, default=1,
-                            help="assistant turns per sample at most; 1 = single-turn; >= 2 also reports the first "
-                            "turn's (single-turn) pass@k beside the final one")
-    multi_turn.add_argument("--feedback-format", choices=("full", "verdict"), default="full",
-                            help="full: verdict, failing public input, expected and actual output; verdict: verdict only")
-    multi_turn.add_argument("--feedback-field-chars", type=int, default=MultiTurnOptions.feedback_field_chars,
-                            help="each input / output / stderr tail shown is cut to this many characters")
-    multi_turn.add_argument("--allow-done", action="store_true",
-                            help="after feedback the model may keep its last program by replying DONE")
-    multi_turn.add_argument("--min-turn-tokens", type=int, default=MultiTurnOptions.min_turn_tokens,
-                            help="no new turn when fewer tokens would be left after its feedback message")
-    grading = parser.add_argument_group("grading (defaults: the training limits of reward_fns.types.GraderConfig, "
-                                        "or REWARD_FNS_* environment variables)")
+        "--max-tokens is then the budget of a whole conversation)"
+    )
+    multi_turn.add_argument(
+        "--turns",
+        type=int,
+        default=1,
+        help="assistant turns per sample at most; 1 = single-turn; >= 2 also reports the first "
+        "turn's (single-turn) pass@k beside the final one",
+    )
+    multi_turn.add_argument(
+        "--feedback-format",
+        choices=("full", "verdict"),
+        default="full",
+        help="full: verdict, failing public input, expected and actual output; verdict: verdict only",
+    )
+    multi_turn.add_argument(
+        "--feedback-field-chars",
+        type=int,
+        default=MultiTurnOptions.feedback_field_chars,
+        help="each input / output / stderr tail shown is cut to this many characters",
+    )
+    multi_turn.add_argument(
+        "--allow-done", action="store_true", help="after feedback the model may keep its last program by replying DONE"
+    )
+    multi_turn.add_argument(
+        "--min-turn-tokens",
+        type=int,
+        default=MultiTurnOptions.min_turn_tokens,
+        help="no new turn when fewer tokens would be left after its feedback message",
+    )
+    grading = parser.add_argument_group(
+        "grading (defaults: the training limits of reward_fns.types.GraderConfig, "
+        "or REWARD_FNS_* environment variables)"
+    )
     grading.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel grader workers")
     add_grader_arguments(grading)
     args = parser.parse_args(argv)
@@ -138,8 +186,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.turns < 1:
         parser.error("--turns must be >= 1")
     if args.turns > 1 and args.completions is not None:
-        parser.error("--turns needs --model (conversations are generated here); completions files that carry "
-                     "first_completion / multi_turn are reported both ways without it")
+        parser.error(
+            "--turns needs --model (conversations are generated here); completions files that carry "
+            "first_completion / multi_turn are reported both ways without it"
+        )
     if args.yarn_factor is not None and args.yarn_factor <= 1.0:
         parser.error("--yarn-factor must be > 1 (it multiplies the context); leave it out for no YaRN")
     if not args.data.is_file():
@@ -153,25 +203,40 @@ def multi_turn_options(args: argparse.Namespace) -> MultiTurnOptions | None:
     """The conversation settings of ``--turns`` >= 2 (None: single-turn)."""
     if args.turns < 2:
         return None
-    return MultiTurnOptions(max_turns=args.turns, feedback_format=args.feedback_format,
-                            feedback_field_chars=args.feedback_field_chars, allow_done=args.allow_done,
-                            min_turn_tokens=args.min_turn_tokens)
+    return MultiTurnOptions(
+        max_turns=args.turns,
+        feedback_format=args.feedback_format,
+        feedback_field_chars=args.feedback_field_chars,
+        allow_done=args.allow_done,
+        min_turn_tokens=args.min_turn_tokens,
+    )
 
 
 def generation_settings(args: argparse.Namespace, config: GraderConfig | None = None) -> GenerationSettings:
     options = multi_turn_options(args)
     return GenerationSettings(
-        model=args.model, n=args.n or DEFAULT_N, temperature=args.temperature, top_p=args.top_p,
-        max_tokens=args.max_tokens, yarn_factor=args.yarn_factor,
-        original_max_position_embeddings=args.original_max_position_embeddings, max_model_len=args.max_model_len,
-        seed=args.seed, hf_overrides=args.hf_overrides, tensor_parallel_size=args.tensor_parallel_size,
-        data_parallel_size=args.data_parallel_size, gpu_memory_utilization=args.gpu_memory_utilization,
-        chunk_size=args.chunk_size, multi_turn=options, public_grader=config if options else None,
+        model=args.model,
+        n=args.n or DEFAULT_N,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        yarn_factor=args.yarn_factor,
+        original_max_position_embeddings=args.original_max_position_embeddings,
+        max_model_len=args.max_model_len,
+        seed=args.seed,
+        hf_overrides=args.hf_overrides,
+        tensor_parallel_size=args.tensor_parallel_size,
+        data_parallel_size=args.data_parallel_size,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        chunk_size=args.chunk_size,
+        multi_turn=options,
+        public_grader=config if options else None,
     )
 
 
-def select_samples(samples: Sequence[Sample], problems: Sequence[EvalProblem], n: int | None,
-                   allow_missing: bool) -> tuple[list[Sample], list[EvalProblem]]:
+def select_samples(
+    samples: Sequence[Sample], problems: Sequence[EvalProblem], n: int | None, allow_missing: bool
+) -> tuple[list[Sample], list[EvalProblem]]:
     """Samples of the evaluated problems (``sample_index < n`` when n is given) and those problems.
 
     Raises:
@@ -188,16 +253,24 @@ def select_samples(samples: Sequence[Sample], problems: Sequence[EvalProblem], n
         counts[sample.problem_id] = counts.get(sample.problem_id, 0) + 1
     missing = [problem.problem_id for problem in problems if problem.problem_id not in counts]
     if missing and not allow_missing:
-        raise ValueError(f"{len(missing)} problem(s) of --data have no samples, e.g. {missing[:5]}; "
-                         "add their completions or pass --allow-missing")
+        raise ValueError(
+            f"{len(missing)} problem(s) of --data have no samples, e.g. {missing[:5]}; "
+            "add their completions or pass --allow-missing"
+        )
     short = sorted(pid for pid, count in counts.items() if n is not None and count < n)
     if short:
         raise ValueError(f"{len(short)} problem(s) have fewer than --n {n} samples, e.g. {short[:5]}; lower --n")
     return chosen, [problem for problem in problems if problem.problem_id in counts]
 
 
-def grade_and_summarize(args: argparse.Namespace, samples: Sequence[Sample], problems: Sequence[EvalProblem],
-                        config: GraderConfig, ks: Sequence[int], graded_file: str):
+def grade_and_summarize(
+    args: argparse.Namespace,
+    samples: Sequence[Sample],
+    problems: Sequence[EvalProblem],
+    config: GraderConfig,
+    ks: Sequence[int],
+    graded_file: str,
+):
     """Grade ``samples`` into ``--out/graded_file`` (resumable); (problem results, summary, length unit, graded)."""
     graded_now = grade_pending(samples, args.data, config, args.workers, args.out / graded_file)
     print(f"eval_lcb: graded {graded_now} new samples into {args.out / graded_file}", file=sys.stderr)
@@ -207,15 +280,21 @@ def grade_and_summarize(args: argparse.Namespace, samples: Sequence[Sample], pro
     return results, summarize(results, ks), length_unit, graded
 
 
-def problem_results(problems: Sequence[EvalProblem], samples: Sequence[Sample],
-                    graded: dict[tuple[str, int], dict[str, Any]], length_unit: str) -> list[ProblemResult]:
+def problem_results(
+    problems: Sequence[EvalProblem],
+    samples: Sequence[Sample],
+    graded: dict[tuple[str, int], dict[str, Any]],
+    length_unit: str,
+) -> list[ProblemResult]:
     """One ``ProblemResult`` per evaluated problem, samples in index order, from the graded cache."""
     results = {p.problem_id: ProblemResult(p.problem_id, p.difficulty, p.platform, p.contest_date) for p in problems}
     for sample in sorted(samples, key=lambda s: s.key):
         record = graded[sample.key]
         length = record["response_tokens"] if length_unit == "tokens" else record["response_chars"]
         results[sample.problem_id].samples.append(
-            GradedSample(sample.problem_id, sample.sample_index, record["verdict"], int(length), bool(record["truncated"]))
+            GradedSample(
+                sample.problem_id, sample.sample_index, record["verdict"], int(length), bool(record["truncated"])
+            )
         )
     return [results[problem.problem_id] for problem in problems]
 
@@ -230,13 +309,16 @@ def parse_ks(text: str | None, largest: int) -> list[int]:
         raise ValueError(f"--k must be comma-separated integers, got {text!r}") from exc
     too_large = [k for k in ks if k > largest or k < 1]
     if too_large:
-        raise ValueError(f"pass@k for k={too_large} needs 1 <= k <= n = {largest} samples per problem; "
-                         "lower --k or sample more with --n")
+        raise ValueError(
+            f"pass@k for k={too_large} needs 1 <= k <= n = {largest} samples per problem; "
+            "lower --k or sample more with --n"
+        )
     return ks
 
 
-def load_samples(args: argparse.Namespace, problems: Sequence[EvalProblem], make_engine: EngineFactory | None,
-                 config: GraderConfig) -> tuple[list[Sample], dict[str, Any]]:
+def load_samples(
+    args: argparse.Namespace, problems: Sequence[EvalProblem], make_engine: EngineFactory | None, config: GraderConfig
+) -> tuple[list[Sample], dict[str, Any]]:
     """The samples to grade (generating missing ones with --model) and the settings for the report."""
     if args.completions is not None:
         return read_completions_file(args.completions), {"completions": str(args.completions)}
@@ -264,21 +346,39 @@ def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None)
     results, summary, length_unit, final = grade_and_summarize(args, samples, problems, config, ks, GRADED_FILE)
     if any(sample.first_completion is not None for sample in samples):
         first_samples = [sample.first_turn() for sample in samples]
-        _, first_summary, _, first = grade_and_summarize(args, first_samples, problems, config, ks,
-                                                         GRADED_FIRST_TURN_FILE)
+        _, first_summary, _, first = grade_and_summarize(
+            args, first_samples, problems, config, ks, GRADED_FIRST_TURN_FILE
+        )
         verdicts = {key: record["verdict"] for key, record in final.items()}
         first_verdicts = {key: record["verdict"] for key, record in first.items()}
-        records = [{"problem_id": s.problem_id, "sample_index": s.sample_index, "multi_turn": s.multi_turn}
-                   for s in samples if s.multi_turn is not None]
-        summary["multi_turn"] = multi_turn_summary(records, verdicts, first_verdicts, first_summary["pass_at_k"],
-                                                   summary["pass_at_k"])
-        print(f"eval_lcb: single-turn pass@1 {100 * first_summary['pass_at_k']['1']:.2f}% (first turns), multi-turn "
-              f"pass@1 {100 * summary['pass_at_k']['1']:.2f}% (final programs)", file=sys.stderr)
-    settings = {**settings, "data": str(args.data), "n": n, "ks": ks, "grader": asdict(config),
-                "length_unit": length_unit, "problems_in_data": len(all_problems)}
+        records = [
+            {"problem_id": s.problem_id, "sample_index": s.sample_index, "multi_turn": s.multi_turn}
+            for s in samples
+            if s.multi_turn is not None
+        ]
+        summary["multi_turn"] = multi_turn_summary(
+            records, verdicts, first_verdicts, first_summary["pass_at_k"], summary["pass_at_k"]
+        )
+        print(
+            f"eval_lcb: single-turn pass@1 {100 * first_summary['pass_at_k']['1']:.2f}% (first turns), multi-turn "
+            f"pass@1 {100 * summary['pass_at_k']['1']:.2f}% (final programs)",
+            file=sys.stderr,
+        )
+    settings = {
+        **settings,
+        "data": str(args.data),
+        "n": n,
+        "ks": ks,
+        "grader": asdict(config),
+        "length_unit": length_unit,
+        "problems_in_data": len(all_problems),
+    }
     paths = write_report(args.out, summary, settings, results, ks, length_unit)
-    print(f"eval_lcb: pass@1 {100 * summary['pass_at_k']['1']:.2f}% over {summary['problems']} problems; wrote "
-          + ", ".join(str(path) for path in paths), file=sys.stderr)
+    print(
+        f"eval_lcb: pass@1 {100 * summary['pass_at_k']['1']:.2f}% over {summary['problems']} problems; wrote "
+        + ", ".join(str(path) for path in paths),
+        file=sys.stderr,
+    )
     return summary
 
 
@@ -294,8 +394,11 @@ def main(argv: Sequence[str] | None = None, make_engine: EngineFactory | None = 
         return 2
     internal_errors = summary["verdicts"].get("internal_error", 0)
     if internal_errors:
-        print(f"eval_lcb: WARNING: {internal_errors} samples are internal_error (the grader or the data failed, not "
-              f"the model); they count as incorrect; see {args.out / GRADED_FILE}", file=sys.stderr)
+        print(
+            f"eval_lcb: WARNING: {internal_errors} samples are internal_error (the grader or the data failed, not "
+            f"the model); they count as incorrect; see {args.out / GRADED_FILE}",
+            file=sys.stderr,
+        )
     return 0
 
 

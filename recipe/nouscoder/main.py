@@ -81,7 +81,11 @@ def load_in_ray_processes(config: DictConfig, module: str) -> None:
     with open_dict(config):
         runtime_env = config.ray_kwargs.ray_init.runtime_env
         env_vars = dict(runtime_env.get("env_vars") or {})
-        modules = [name for name in env_vars.get(EXTERNAL_MODULES_ENV, os.environ.get(EXTERNAL_MODULES_ENV, "")).split(",") if name]
+        modules = [
+            name
+            for name in env_vars.get(EXTERNAL_MODULES_ENV, os.environ.get(EXTERNAL_MODULES_ENV, "")).split(",")
+            if name
+        ]
         if module not in modules:
             env_vars[EXTERNAL_MODULES_ENV] = ",".join([*modules, module])
         runtime_env.env_vars = env_vars

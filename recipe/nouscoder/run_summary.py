@@ -59,7 +59,9 @@ def summary(run_dir: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m recipe.nouscoder.run_summary", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m recipe.nouscoder.run_summary", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("run_dir", type=Path, help="the run's trainer.default_local_dir")
     print(summary(parser.parse_args(argv).run_dir.resolve()))
 

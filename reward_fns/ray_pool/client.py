@@ -31,9 +31,16 @@ DISPATCHER_MAX_CONCURRENCY = 100_000
 
 def dispatcher_handle(config: PoolConfig, isolation: str) -> ActorHandle:
     """The job's dispatcher actor named ``config.name``; the first caller creates it (and sizes the pool)."""
-    return ray.remote(GradingDispatcher).options(
-        name=config.name, get_if_exists=True, num_cpus=0, max_concurrency=DISPATCHER_MAX_CONCURRENCY,
-    ).remote(config, isolation)
+    return (
+        ray.remote(GradingDispatcher)
+        .options(
+            name=config.name,
+            get_if_exists=True,
+            num_cpus=0,
+            max_concurrency=DISPATCHER_MAX_CONCURRENCY,
+        )
+        .remote(config, isolation)
+    )
 
 
 class PoolClient:
@@ -61,8 +68,9 @@ class PoolClient:
         self._refs.move_to_end(key)
         return key, [ref]
 
-    async def grade(self, response: str, ground_truth: str | dict[str, Any], config: GraderConfig) -> tuple[
-            Outcome, float]:
+    async def grade(
+        self, response: str, ground_truth: str | dict[str, Any], config: GraderConfig
+    ) -> tuple[Outcome, float]:
         """The dispatcher's ``Outcome`` for ``response`` and the latency of the call (queueing included)."""
         started = time.monotonic()
         key, ref = self.problem_ref(ground_truth)

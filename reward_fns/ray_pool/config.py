@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from reward_fns.settings import settings_from
-
 from reward_fns.types import POOL_SETTING_PREFIX
 
 Granularity = Literal["per_rollout", "per_problem", "per_test"]

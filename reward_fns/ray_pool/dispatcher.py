@@ -108,9 +108,11 @@ def plan_workers(config: PoolConfig, nodes: Sequence[Mapping[str, Any]]) -> list
         free = node["Resources"]["CPU"] - config.reserved_cpus_per_node
         plan += [node["NodeID"]] * max(0, math.floor(free / config.worker_num_cpus))
     if not plan:
-        raise ValueError(f"no CPU left for grading on {len(candidates)} node(s) after reserving "
-                         f"{config.reserved_cpus_per_node} per node: lower pool_reserved_cpus_per_node or set "
-                         f"pool_workers")
+        raise ValueError(
+            f"no CPU left for grading on {len(candidates)} node(s) after reserving "
+            f"{config.reserved_cpus_per_node} per node: lower pool_reserved_cpus_per_node or set "
+            f"pool_workers"
+        )
     return plan
 
 
@@ -126,12 +128,15 @@ class GradingDispatcher:
         self.config = config
         worker_class = ray.remote(SandboxWorker)
         self._slots = [
-            _Slot(index, worker_class.options(
-                num_cpus=config.worker_num_cpus,
-                max_restarts=config.max_worker_restarts,
-                max_task_retries=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=True),
-            ).remote(isolation, config.worker_cache_mb))
+            _Slot(
+                index,
+                worker_class.options(
+                    num_cpus=config.worker_num_cpus,
+                    max_restarts=config.max_worker_restarts,
+                    max_task_retries=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=True),
+                ).remote(isolation, config.worker_cache_mb),
+            )
             for index, node_id in enumerate(plan_workers(config, ray.nodes()))
         ]
         self._live = len(self._slots)
@@ -143,15 +148,18 @@ class GradingDispatcher:
         self._test_counts: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._fatal: str | None = None
         self._background: set[asyncio.Task] = set()
-        self.counters = collections.Counter({"graded": 0, "internal_errors": 0, "regraded": 0, "worker_restarts": 0,
-                                             "workers_retired": 0})
-        logger.info("grading pool %r: %d sandbox workers, granularity %s", config.name, len(self._slots),
-                    config.granularity)
+        self.counters = collections.Counter(
+            {"graded": 0, "internal_errors": 0, "regraded": 0, "worker_restarts": 0, "workers_retired": 0}
+        )
+        logger.info(
+            "grading pool %r: %d sandbox workers, granularity %s", config.name, len(self._slots), config.granularity
+        )
 
     # ------------------------------------------------------------------ public (remote) methods
 
-    async def grade(self, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef],
-                    config: GraderConfig) -> Outcome:
+    async def grade(
+        self, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef], config: GraderConfig
+    ) -> Outcome:
         """Grade one completion's program (None: no code) on the problem of content key ``key``."""
         self._start()
         if self._fatal:
@@ -164,8 +172,9 @@ class GradingDispatcher:
             elif self.config.granularity == "per_test":
                 result, executed, regraded = await self._per_test(job_id, code, key, ground_truth_ref, config)
             else:
-                result, regraded = await self._with_retry(job_id, key, config.total_time_budget_s, "grade", code, key,
-                                                          ground_truth_ref, config)
+                result, regraded = await self._with_retry(
+                    job_id, key, config.total_time_budget_s, "grade", code, key, ground_truth_ref, config
+                )
                 executed = result.tests_executed
         except (_WorkerFailed, PoolExhaustedError) as exc:
             if self._fatal:  # the workers refused to start (strict isolation): stop the run, not -1 for everyone
@@ -188,8 +197,11 @@ class GradingDispatcher:
 
     def stats(self) -> dict[str, int]:
         """Cumulative counters plus the current queue depth, busy and live workers."""
-        return dict(self.counters) | {"queue_depth": self._waiting, "busy_workers": len(self._busy),
-                                      "live_workers": self._live}
+        return dict(self.counters) | {
+            "queue_depth": self._waiting,
+            "busy_workers": len(self._busy),
+            "live_workers": self._live,
+        }
 
     def shutdown(self) -> None:
         """Kill every sandbox worker (their fork servers exit with them); the pool grades nothing afterwards."""
@@ -201,13 +213,20 @@ class GradingDispatcher:
         """Each call in flight (operators, fault tests): ``pid`` of its worker, ``running_s`` since it was sent,
         ``method`` (grade, grade_group, grade_tests, test_count) and ``problem_key`` (the ground truth's sha256)."""
         now = time.monotonic()
-        return [{"pid": busy.slot.pid, "running_s": now - busy.since, "method": busy.method, "problem_key": busy.key}
-                for busy in self._busy.values()]
+        return [
+            {"pid": busy.slot.pid, "running_s": now - busy.since, "method": busy.method, "problem_key": busy.key}
+            for busy in self._busy.values()
+        ]
 
     async def cache_stats(self) -> list[dict[str, int]]:
         """Each live worker's problem-cache hits and misses."""
-        return await asyncio.gather(*(slot.handle.cache_stats.remote() for slot in self._slots
-                                      if slot.deaths <= self.config.max_worker_restarts))
+        return await asyncio.gather(
+            *(
+                slot.handle.cache_stats.remote()
+                for slot in self._slots
+                if slot.deaths <= self.config.max_worker_restarts
+            )
+        )
 
     # ------------------------------------------------------------------ worker life cycle
 
@@ -248,8 +267,13 @@ class GradingDispatcher:
             self._retire(slot, f"failed {slot.deaths} times, the last: {reason}")
             return
         self.counters["worker_restarts"] += 1
-        logger.warning("sandbox worker %d failed (%s); restart %d of %d", slot.index, reason, slot.deaths,
-                       self.config.max_worker_restarts)
+        logger.warning(
+            "sandbox worker %d failed (%s); restart %d of %d",
+            slot.index,
+            reason,
+            slot.deaths,
+            self.config.max_worker_restarts,
+        )
         self._spawn(self._revive(slot))
 
     def _retire(self, slot: _Slot, reason: str) -> None:
@@ -278,8 +302,9 @@ class GradingDispatcher:
         slot = await self._acquire()
         self._busy[call_id] = _Busy(slot, time.monotonic(), method, key)
         try:
-            reply = await asyncio.wait_for(_awaitable(getattr(slot.handle, method).remote(*args)),
-                                           budget_s + self.config.attempt_slack_s)
+            reply = await asyncio.wait_for(
+                _awaitable(getattr(slot.handle, method).remote(*args)), budget_s + self.config.attempt_slack_s
+            )
         except TimeoutError:
             ray.kill(slot.handle, no_restart=False)
             self._lose(slot, f"{method} overran {budget_s + self.config.attempt_slack_s:.0f} s and was killed")
@@ -295,8 +320,9 @@ class GradingDispatcher:
         self._idle.put_nowait(slot)
         return reply
 
-    async def _with_retry(self, job_id: Hashable, key: str, budget_s: float, method: str, *args: Any) -> tuple[
-            Any, bool]:
+    async def _with_retry(
+        self, job_id: Hashable, key: str, budget_s: float, method: str, *args: Any
+    ) -> tuple[Any, bool]:
         """The reply of ``method`` on problem ``key`` and whether it needed a second attempt; raises _WorkerFailed
         after two."""
         try:
@@ -307,8 +333,9 @@ class GradingDispatcher:
 
     # ------------------------------------------------------------------ granularities
 
-    async def _per_problem(self, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef],
-                           config: GraderConfig) -> tuple[GradeResult, int, bool]:
+    async def _per_problem(
+        self, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef], config: GraderConfig
+    ) -> tuple[GradeResult, int, bool]:
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group(key, ground_truth_ref, config)
@@ -329,22 +356,32 @@ class GradingDispatcher:
     async def _grade_group(self, group: _Group) -> None:
         budget_s = group.config.total_time_budget_s * len(group.codes)
         try:
-            results, regraded = await self._with_retry(next(self._job_ids), group.key, budget_s, "grade_group",
-                                                       group.codes, group.key, group.ground_truth_ref, group.config)
+            results, regraded = await self._with_retry(
+                next(self._job_ids),
+                group.key,
+                budget_s,
+                "grade_group",
+                group.codes,
+                group.key,
+                group.ground_truth_ref,
+                group.config,
+            )
         except (_WorkerFailed, PoolExhaustedError) as exc:
             results, regraded = [internal_error(f"grading failed twice: {exc}") for _ in group.codes], True
         for waiter, result in zip(group.waiters, results, strict=True):
             waiter.set_result((result, result.tests_executed, regraded))
 
-    async def _per_test(self, job_id: int, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef],
-                        config: GraderConfig) -> tuple[GradeResult, int, bool]:
+    async def _per_test(
+        self, job_id: int, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef], config: GraderConfig
+    ) -> tuple[GradeResult, int, bool]:
         """Chunks of ``tests_per_chunk`` tests, in the problem's order (longest input first), on as many workers
         as are live; no chunk is started after a failure, and the answer does not wait for chunks still running."""
         started = time.monotonic()
         count = await self._test_count(job_id, key, ground_truth_ref, config)
         if count == 0 or code is None:  # bad ground truth or no code: one call names the verdict
-            result, regraded = await self._with_retry(job_id, key, config.total_time_budget_s, "grade", code, key,
-                                                      ground_truth_ref, config)
+            result, regraded = await self._with_retry(
+                job_id, key, config.total_time_budget_s, "grade", code, key, ground_truth_ref, config
+            )
             return result, result.tests_executed, regraded
         size = self.config.tests_per_chunk
         chunks = collections.deque((start, min(start + size, count)) for start in range(0, count, size))
@@ -359,8 +396,20 @@ class GradingDispatcher:
                     results[start] = GradeResult(Verdict.TIME_LIMIT, detail="total time budget spent")
                     break
                 chunk_config = dataclasses.replace(config, total_time_budget_s=remaining)
-                task = self._spawn(self._with_retry((job_id, start), key, remaining, "grade_tests", code, key,
-                                                    ground_truth_ref, start, stop, chunk_config))
+                task = self._spawn(
+                    self._with_retry(
+                        (job_id, start),
+                        key,
+                        remaining,
+                        "grade_tests",
+                        code,
+                        key,
+                        ground_truth_ref,
+                        start,
+                        stop,
+                        chunk_config,
+                    )
+                )
                 running[task] = start
             if not running:
                 break
@@ -372,11 +421,13 @@ class GradingDispatcher:
                 regraded |= again
         return _combine_chunks(results, count, time.monotonic() - started), _executed(results), regraded
 
-    async def _test_count(self, job_id: int, key: str, ground_truth_ref: list[ray.ObjectRef],
-                          config: GraderConfig) -> int:
+    async def _test_count(
+        self, job_id: int, key: str, ground_truth_ref: list[ray.ObjectRef], config: GraderConfig
+    ) -> int:
         if key not in self._test_counts:
-            count, _ = await self._with_retry(job_id, key, config.total_time_budget_s, "test_count", key,
-                                              ground_truth_ref)
+            count, _ = await self._with_retry(
+                job_id, key, config.total_time_budget_s, "test_count", key, ground_truth_ref
+            )
             self._test_counts[key] = count
             while len(self._test_counts) > _TEST_COUNT_CACHE:
                 self._test_counts.popitem(last=False)
@@ -395,8 +446,9 @@ def _combine_chunks(results: Mapping[int, GradeResult], total: int, elapsed_s: f
     if not failures:
         return GradeResult(Verdict.ACCEPTED, passed, total, elapsed_s, max_test)
     start, failed = failures[0]
-    return GradeResult(failed.verdict, passed, total, elapsed_s, max_test, f"chunk from test {start}: {failed.detail}",
-                       failed.extra)
+    return GradeResult(
+        failed.verdict, passed, total, elapsed_s, max_test, f"chunk from test {start}: {failed.detail}", failed.extra
+    )
 
 
 async def _awaitable(ref: ray.ObjectRef) -> Any:

@@ -40,24 +40,33 @@ class SandboxWorker:
         problem = self._problem(key, ground_truth_ref)
         return 0 if isinstance(problem, GradeResult) else len(problem.tests)
 
-    def grade(self, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef],
-              config: GraderConfig) -> GradeResult:
+    def grade(
+        self, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef], config: GraderConfig
+    ) -> GradeResult:
         """Grade one program on all tests, most expensive first, stopping at the first failure (per rollout)."""
         problem = self._problem(key, ground_truth_ref)
         if isinstance(problem, GradeResult):
             return problem
         return self._grade_problem(code, problem, config)
 
-    def grade_group(self, codes: list[str | None], key: str, ground_truth_ref: list[ray.ObjectRef],
-                    config: GraderConfig) -> list[GradeResult]:
+    def grade_group(
+        self, codes: list[str | None], key: str, ground_truth_ref: list[ray.ObjectRef], config: GraderConfig
+    ) -> list[GradeResult]:
         """Grade the rollouts of one group one after another on this worker (per problem: tests parsed once)."""
         problem = self._problem(key, ground_truth_ref)
         if isinstance(problem, GradeResult):
             return [problem for _ in codes]
         return [self._grade_problem(code, problem, config) for code in codes]
 
-    def grade_tests(self, code: str | None, key: str, ground_truth_ref: list[ray.ObjectRef], start: int, stop: int,
-                    config: GraderConfig) -> GradeResult:
+    def grade_tests(
+        self,
+        code: str | None,
+        key: str,
+        ground_truth_ref: list[ray.ObjectRef],
+        start: int,
+        stop: int,
+        config: GraderConfig,
+    ) -> GradeResult:
         """Grade one program on tests ``[start, stop)`` of the problem's order (per test: one chunk)."""
         problem = self._problem(key, ground_truth_ref)
         if isinstance(problem, GradeResult):

@@ -12,8 +12,9 @@ from reward_fns.sandbox.report import probe_isolation
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reward_fns.sandbox", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m reward_fns.sandbox", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of a table")
     args = parser.parse_args(argv)
     report = probe_isolation()

@@ -89,11 +89,12 @@ class RunFiles:
         self.fds = (self.stdin,)
         try:
             for start in range(0, len(test_input), _CHUNK_BYTES):
-                _write_all(self.stdin, test_input[start:start + _CHUNK_BYTES].encode("utf-8"))
+                _write_all(self.stdin, test_input[start : start + _CHUNK_BYTES].encode("utf-8"))
             os.lseek(self.stdin, 0, os.SEEK_SET)
             fcntl.fcntl(self.stdin, fcntl.F_ADD_SEALS, self._INPUT_SEALS)
-            self.stdout, self.stderr, self.result = (os.memfd_create(name, os.MFD_CLOEXEC)
-                                                     for name in ("stdout", "stderr", "result"))
+            self.stdout, self.stderr, self.result = (
+                os.memfd_create(name, os.MFD_CLOEXEC) for name in ("stdout", "stderr", "result")
+            )
         except BaseException:
             self.close()
             raise
@@ -142,8 +143,13 @@ class ForkServer:
             environment[DISABLE_ENV] = "namespaces"
         try:
             self.process = subprocess.Popen(
-                server_command("--fd", str(server_fd), "--work-dir", self.work_dir), pass_fds=(server_fd,),
-                env=environment, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.server_log,
+                server_command("--fd", str(server_fd), "--work-dir", self.work_dir),
+                pass_fds=(server_fd,),
+                env=environment,
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self.server_log,
             )
         finally:
             os.close(server_fd)
@@ -155,13 +161,21 @@ class ForkServer:
             self.close()
             raise
 
-    def run(self, program: Program, test_input: str, mode: str, fn_name: str | None, limits: RunLimits,
-            timeout_s: float) -> RunOutcome:
+    def run(
+        self, program: Program, test_input: str, mode: str, fn_name: str | None, limits: RunLimits, timeout_s: float
+    ) -> RunOutcome:
         """Run one test on fresh files (kept for ``read_*`` until the next run or ``discard_files``)."""
         self.discard_files()
         self.files = RunFiles(test_input)
-        request = {"op": "run", "code": program.code, "source": program.source, "mode": mode, "fn_name": fn_name,
-                   "timeout_s": timeout_s, "limits": limits._asdict()}
+        request = {
+            "op": "run",
+            "code": program.code,
+            "source": program.source,
+            "mode": mode,
+            "fn_name": fn_name,
+            "timeout_s": timeout_s,
+            "limits": limits._asdict(),
+        }
         try:
             protocol.send(self.socket, request, self.files.fds)
         except OSError as exc:
@@ -172,8 +186,12 @@ class ForkServer:
             raise ServerDied(f"fork server failed to run the test: {reply['server_error']}")
         setup_error = "" if reply["setup_ok"] else self.stderr_tail()
         files = self.files
-        return RunOutcome(stdout_bytes=files.size(files.stdout), result_bytes=files.size(files.result),
-                          setup_error=setup_error, **reply)
+        return RunOutcome(
+            stdout_bytes=files.size(files.stdout),
+            result_bytes=files.size(files.result),
+            setup_error=setup_error,
+            **reply,
+        )
 
     def discard_files(self) -> None:
         """Close the last test's files (a 100 MB input should not sit on disk until the next test)."""
@@ -240,22 +258,27 @@ class ForkServer:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def warn_missing(report: IsolationReport, mode: str) -> None:
     """Log each missing mechanism once per process, loudly; ``strict`` mode refuses (raises) instead."""
     if mode == "strict" and report.missing:
         raise IsolationUnavailableError(
-            "isolation='strict' but the host does not allow: " + ", ".join(report.missing)
+            "isolation='strict' but the host does not allow: "
+            + ", ".join(report.missing)
             + f"\n{report.summary()}\nRun as root, enable user namespaces, or use isolation='auto'."
         )
     with _warn_lock:
         for name in report.missing:
             if name not in _warned_mechanisms:
                 _warned_mechanisms.add(name)
-                logger.warning("SANDBOX WEAKENED: %s unavailable (%s) -> %s", name,
-                               report.errors.get(name, "not allowed here"), MECHANISMS[name])
+                logger.warning(
+                    "SANDBOX WEAKENED: %s unavailable (%s) -> %s",
+                    name,
+                    report.errors.get(name, "not allowed here"),
+                    MECHANISMS[name],
+                )
 
 
 class IsolationUnavailableError(RuntimeError):

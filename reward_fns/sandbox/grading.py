@@ -39,8 +39,7 @@ from reward_fns.types import GraderConfig, GradeResult, Problem, TestCase, Verdi
 
 logger = logging.getLogger(__name__)
 
-_MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "[Errno 12]", "No space left on device",
-                         "[Errno 28]")
+_MEMORY_ERROR_MARKERS = ("MemoryError", "Cannot allocate memory", "[Errno 12]", "No space left on device", "[Errno 28]")
 _DETAIL_CHARS = 600
 FAILURE_OUTPUT_CHARS = 4096
 _MB = 1 << 20
@@ -65,8 +64,9 @@ def run_limits(config: GraderConfig, processes: int) -> RunLimits:
     )
 
 
-def grade_on_server(server: ForkServer, code: str, problem: Problem, config: GraderConfig,
-                    processes: int) -> GradeResult:
+def grade_on_server(
+    server: ForkServer, code: str, problem: Problem, config: GraderConfig, processes: int
+) -> GradeResult:
     """Run ``problem.tests`` (already longest input first) one after another; stop at the first failure."""
     try:
         return _run_tests(server, code, problem, config, processes)
@@ -85,21 +85,34 @@ def _run_tests(server: ForkServer, code: str, problem: Problem, config: GraderCo
     for index, test in enumerate(problem.tests):
         remaining = config.total_time_budget_s - (time.monotonic() - started)
         if remaining <= 0:
-            return GradeResult(Verdict.TIME_LIMIT, index, total, time.monotonic() - started, max_test_time,
-                               f"total time budget of {config.total_time_budget_s} s spent before test {index}")
+            return GradeResult(
+                Verdict.TIME_LIMIT,
+                index,
+                total,
+                time.monotonic() - started,
+                max_test_time,
+                f"total time budget of {config.total_time_budget_s} s spent before test {index}",
+            )
         timeout = min(config.time_limit_s, remaining)
         outcome = server.run(compiled, test.input, test.testtype, problem.fn_name, limits, timeout)
         max_test_time = max(max_test_time, outcome.wall_s)
         verdict, detail = _test_verdict(server, outcome, test, config, budget_limited=timeout < config.time_limit_s)
         if verdict is not Verdict.ACCEPTED:
-            return GradeResult(verdict, index, total, time.monotonic() - started, max_test_time,
-                               f"test {index}: {detail}"[:_DETAIL_CHARS],
-                               _outcome_extra(outcome) | _failure_output(server, test, verdict))
+            return GradeResult(
+                verdict,
+                index,
+                total,
+                time.monotonic() - started,
+                max_test_time,
+                f"test {index}: {detail}"[:_DETAIL_CHARS],
+                _outcome_extra(outcome) | _failure_output(server, test, verdict),
+            )
     return GradeResult(Verdict.ACCEPTED, total, total, time.monotonic() - started, max_test_time)
 
 
-def _test_verdict(server: ForkServer, outcome: RunOutcome, test: TestCase, config: GraderConfig,
-                  budget_limited: bool) -> tuple[Verdict, str]:
+def _test_verdict(
+    server: ForkServer, outcome: RunOutcome, test: TestCase, config: GraderConfig, budget_limited: bool
+) -> tuple[Verdict, str]:
     if not outcome.setup_ok:
         logger.warning("sandbox set-up failed in a test child: %s", outcome.setup_error)
         return Verdict.INTERNAL_ERROR, f"sandbox set-up failed: {outcome.setup_error}"
@@ -166,5 +179,9 @@ def _failure_output(server: ForkServer, test: TestCase, verdict: Verdict) -> dic
 
 
 def _outcome_extra(outcome: RunOutcome) -> dict[str, object]:
-    return {"exit_code": outcome.exit_code, "signal": outcome.signal, "cpu_s": outcome.cpu_s,
-            "max_rss_kb": outcome.max_rss_kb}
+    return {
+        "exit_code": outcome.exit_code,
+        "signal": outcome.signal,
+        "cpu_s": outcome.cpu_s,
+        "max_rss_kb": outcome.max_rss_kb,
+    }

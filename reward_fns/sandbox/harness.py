@@ -233,7 +233,7 @@ def _finalize(status: int) -> int:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[_os_write(fd, view):]
+        view = view[_os_write(fd, view) :]
 
 
 def exit_now(status: int) -> None:

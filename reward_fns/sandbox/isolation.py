@@ -65,8 +65,13 @@ SCRATCH_INODES = 16384
 """Files and directories the scratch tmpfs can hold (bounds the server's cleanup after a test)."""
 DEVICES = ("null", "zero", "full", "random", "urandom")
 """Device nodes of the minimal ``/dev`` (bind mounts of the host's: a user namespace cannot ``mknod``)."""
-DEVICE_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
-                "stderr": "/proc/self/fd/2", "shm": SCRATCH_DIR}
+DEVICE_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+    "shm": SCRATCH_DIR,
+}
 """Symbolic links of the minimal ``/dev`` (``open('/dev/stdin')`` is a common judge pattern)."""
 
 _libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them (no ctypes.util: it
@@ -117,8 +122,12 @@ def _mount_setattr(path: str, recursive: bool, attr_set: int = 0, attr_clr: int 
     attr = _MountAttr(attr_set, attr_clr, 0, 0)
     flags = _AT_RECURSIVE if recursive else 0
     result = _libc.syscall(
-        ctypes.c_long(_SYS_MOUNT_SETATTR), ctypes.c_int(_AT_FDCWD), path.encode(), ctypes.c_uint(flags),
-        ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+        ctypes.c_long(_SYS_MOUNT_SETATTR),
+        ctypes.c_int(_AT_FDCWD),
+        path.encode(),
+        ctypes.c_uint(flags),
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
     )
     _check(result, f"mount_setattr {path}")
 
@@ -308,8 +317,13 @@ def setup_worker_filesystem(work_dir: str, interpreter_paths: list[str]) -> tupl
         available["private_proc"], errors["private_proc"] = False, str(exc)
     try:
         _mount_setattr(new_root, recursive=True, attr_set=_MOUNT_ATTR_RDONLY)
-        _mount("tmpfs", new_root + SCRATCH_DIR, "tmpfs", _MS_NOSUID | _MS_NODEV,
-               f"size={SCRATCH_SIZE},nr_inodes={SCRATCH_INODES},mode=1777")
+        _mount(
+            "tmpfs",
+            new_root + SCRATCH_DIR,
+            "tmpfs",
+            _MS_NOSUID | _MS_NODEV,
+            f"size={SCRATCH_SIZE},nr_inodes={SCRATCH_INODES},mode=1777",
+        )
         os.chroot(new_root)
         os.chdir("/")
     except OSError as exc:
@@ -326,8 +340,11 @@ def _populate_root(new_root: str, interpreter_paths: list[str]) -> None:
     bound = [path for path in SYSTEM_PATHS if os.path.isdir(path)]
     for path in sorted(set(interpreter_paths), key=len):
         if _is_within(path, SCRATCH_DIR):
-            raise OSError(errno.EINVAL, f"the interpreter's directory {path} lies under {SCRATCH_DIR}, which the "
-                                        "sandbox replaces by its scratch tmpfs: install the environment elsewhere")
+            raise OSError(
+                errno.EINVAL,
+                f"the interpreter's directory {path} lies under {SCRATCH_DIR}, which the "
+                "sandbox replaces by its scratch tmpfs: install the environment elsewhere",
+            )
         if os.path.isdir(path) and not any(_is_within(path, outer) for outer in bound):
             _bind_into(new_root, path, recursive=True)
             bound.append(path)
@@ -390,5 +407,3 @@ def cgroup_v2_writable() -> bool:
             if {"memory", "pids"} <= set(available) and os.access(root, os.W_OK):
                 return True
     return False
-
-

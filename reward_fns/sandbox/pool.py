@@ -84,8 +84,12 @@ def grade_with(servers: ServerSet, code: str, problem: Problem, config: GraderCo
         raise
     except Exception as exc:  # the grader failed, not the program: count it, log it, never raise into verl
         logger.warning("grader internal error: %r", exc, exc_info=True)
-        return GradeResult(Verdict.INTERNAL_ERROR, total=len(problem.tests), time_s=time.monotonic() - started,
-                           detail=f"grader internal error: {exc!r}")
+        return GradeResult(
+            Verdict.INTERNAL_ERROR,
+            total=len(problem.tests),
+            time_s=time.monotonic() - started,
+            detail=f"grader internal error: {exc!r}",
+        )
 
 
 _process_servers = ServerSet()

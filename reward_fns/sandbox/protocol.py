@@ -22,9 +22,9 @@ def send(channel: socket.socket, message: dict[str, Any], fds: tuple[int, ...] =
     data = marshal.dumps(message)
     view = memoryview(len(data).to_bytes(_HEADER_BYTES, "little") + data)
     if fds:
-        view = view[socket.send_fds(channel, [view], list(fds)):]
+        view = view[socket.send_fds(channel, [view], list(fds)) :]
     while view:
-        view = view[channel.send(view):]
+        view = view[channel.send(view) :]
 
 
 def receive(channel: socket.socket, timeout_s: float | None = None) -> tuple[dict[str, Any], list[int]]:

@@ -106,7 +106,6 @@ class IsolationReport:
         return report
 
 
-
 SERVER_ENTRY = "from reward_fns.sandbox.server import main; main()"
 """``python -S -P -c`` program of a fork server: no ``site`` (fewer modules = a cheaper fork per test), and no
 current directory on ``sys.path`` (a ``random.py`` where the grader was started must not replace the stdlib's)."""
@@ -120,8 +119,14 @@ def probe_isolation() -> IsolationReport:
     if _cached_report is None:
         work_dir = make_work_dir("nouscoder-probe-")
         try:
-            completed = subprocess.run(server_command("--probe", "--work-dir", work_dir), capture_output=True,
-                                       text=True, env=server_environment(), cwd="/", check=False)
+            completed = subprocess.run(
+                server_command("--probe", "--work-dir", work_dir),
+                capture_output=True,
+                text=True,
+                env=server_environment(),
+                cwd="/",
+                check=False,
+            )
         finally:
             subprocess.run(["rm", "-rf", work_dir], check=False)
         if completed.returncode != 0:
@@ -142,7 +147,11 @@ def server_environment() -> dict[str, str]:
     """
     site_dirs = [*site.getsitepackages(), site.getusersitepackages()] if hasattr(site, "getsitepackages") else []
     python_path = [package_root(), *(path for path in site_dirs if os.path.isdir(path))]
-    environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": os.pathsep.join(python_path)}
+    environment = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": os.pathsep.join(python_path),
+    }
     if DISABLE_ENV in os.environ:
         environment[DISABLE_ENV] = os.environ[DISABLE_ENV]
     return environment
@@ -170,7 +179,7 @@ def _remove_stale_work_dirs(prefix: str) -> None:
     """Remove our uid's ``<prefix><pid>-*`` directories whose grader process no longer exists."""
     parent = tempfile.gettempdir()
     for name in os.listdir(parent):
-        owner_pid = name[len(prefix):].split("-", 1)[0]
+        owner_pid = name[len(prefix) :].split("-", 1)[0]
         if not (name.startswith(prefix) and owner_pid.isdigit()) or _process_exists(int(owner_pid)):
             continue
         path = os.path.join(parent, name)

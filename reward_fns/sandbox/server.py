@@ -44,8 +44,19 @@ from typing import Any, NamedTuple
 from reward_fns.sandbox import harness, isolation, protocol
 
 PREIMPORTED_MODULES = (
-    "array", "bisect", "collections", "copy", "functools", "heapq", "itertools", "math", "operator", "random",
-    "re", "string", "typing",
+    "array",
+    "bisect",
+    "collections",
+    "copy",
+    "functools",
+    "heapq",
+    "itertools",
+    "math",
+    "operator",
+    "random",
+    "re",
+    "string",
+    "typing",
 )
 """Imported once in the server so the programs' usual imports cost nothing per test (and no more: a bigger
 server forks slower)."""
@@ -361,8 +372,14 @@ def remove_tree(top: str) -> None:
     os.rmdir(top)
 
 
-CHILD_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
-                     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+CHILD_ENVIRONMENT = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "PYTHONIOENCODING": "utf-8",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 """Every test child's environment, plus ``HOME`` (the working directory), ``TMPDIR`` (the scratch tmpfs, else the
 working directory) and ``PYTHONPATH`` (the grader's site-packages, so that ``subprocess``/``multiprocessing``
 interpreters import what the program can).
@@ -376,8 +393,9 @@ def _use_child_environment(run_dir: str, report: dict[str, Any]) -> None:
     site_dirs = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path and path != checkout]
     temporary = isolation.SCRATCH_DIR if report["mount_namespace"] else run_dir
     os.environ.clear()
-    os.environ.update(CHILD_ENVIRONMENT | {"HOME": run_dir, "TMPDIR": temporary,
-                                           "PYTHONPATH": os.pathsep.join(site_dirs)})
+    os.environ.update(
+        CHILD_ENVIRONMENT | {"HOME": run_dir, "TMPDIR": temporary, "PYTHONPATH": os.pathsep.join(site_dirs)}
+    )
 
 
 def _install_exit_builtins() -> None:
@@ -418,14 +436,18 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> tuple[dict[str, Any]
     return _report_fields(as_root, run_uid, available, errors, disabled), run_uid
 
 
-def _report_fields(as_root: bool, run_uid: int | None, available: dict[str, bool], errors: dict[str, str],
-                   disabled: frozenset[str]) -> dict[str, Any]:
+def _report_fields(
+    as_root: bool, run_uid: int | None, available: dict[str, bool], errors: dict[str, str], disabled: frozenset[str]
+) -> dict[str, Any]:
     """Apply the process-wide mechanisms (seccomp last: it refuses what the others need) and return the fields of
     ``report.IsolationReport`` (built on the grader side)."""
     fields: dict[str, Any] = {}
-    for name, enable in (("subreaper", isolation.set_child_subreaper), ("no_new_privs", isolation.set_no_new_privs),
-                         ("session_keyring", isolation.join_new_session_keyring),
-                         ("seccomp", isolation.install_syscall_filter)):
+    for name, enable in (
+        ("subreaper", isolation.set_child_subreaper),
+        ("no_new_privs", isolation.set_no_new_privs),
+        ("session_keyring", isolation.join_new_session_keyring),
+        ("seccomp", isolation.install_syscall_filter),
+    ):
         try:
             if name in disabled:
                 raise OSError(errno.EPERM, f"disabled by {isolation.DISABLE_ENV}")

@@ -183,7 +183,12 @@ def deepcoder_row(
     code = reference_code().get(problem.problem_id, "")
     if config == "lcbv5":
         metadata = {"func_name": problem.fn_name, "difficulty": problem.difficulty}
-        return {"problem": problem.statement, "tests": tests, "starter_code": problem.starter_code, "metadata": metadata}
+        return {
+            "problem": problem.statement,
+            "tests": tests,
+            "starter_code": problem.starter_code,
+            "metadata": metadata,
+        }
     if config == "primeintellect":
         return {"problem": primeintellect_statement(problem), "tests": tests, "solutions": [f"```python\n{code}```"]}
     return {"problem": problem.statement, "tests": tests, "solutions": [code] if code else []}

@@ -292,8 +292,13 @@ def test_hub_mode_pins_one_commit_per_repository_and_reports_a_dead_hub(
     assert cli_main([*args, "--out", str(tmp_path / "pinned")]) == 0
     manifest = json.loads((tmp_path / "pinned" / "manifest.json").read_text())
     assert manifest["sources"][0] | {"files": None} == {
-        "name": "lcb", "repo": LCB, "config": None, "splits": ["test", "train"], "revision": "c" * 40,
-        "requested": "v6-tag", "files": None,
+        "name": "lcb",
+        "repo": LCB,
+        "config": None,
+        "splits": ["test", "train"],
+        "revision": "c" * 40,
+        "requested": "v6-tag",
+        "files": None,
     }
 
 

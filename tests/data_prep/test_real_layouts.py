@@ -92,8 +92,12 @@ def test_taco_unwraps_one_element_outputs_only_where_the_platform_wraps(tmp_path
     (tmp_path / "hf" / TACO_VERIFIED / "taco_verified.json").write_text(json.dumps(rows))
     manifest = _build(tmp_path / "hf", tmp_path / "out", ("taco_verified",))
     assert manifest["counts"]["train"]["by_source"] == {"taco": 4}
-    graded = [_grade(row, references[problem.problem_id]) for row, problem in zip(
-        _train_rows(tmp_path / "out").values(), (merge, top_words, compress, merge), strict=True)]
+    graded = [
+        _grade(row, references[problem.problem_id])
+        for row, problem in zip(
+            _train_rows(tmp_path / "out").values(), (merge, top_words, compress, merge), strict=True
+        )
+    ]
     assert graded == ["accepted"] * 4
     truth = json.loads(next(iter(_train_rows(tmp_path / "out").values()))["reward_model"]["ground_truth"])
     assert [json.loads(test["output"]) for test in truth["tests"]] == [
@@ -108,8 +112,10 @@ def test_deepcoder_taco_without_platform_keeps_mixed_list_outputs(tmp_path: Path
     _lcb_root(tmp_path / "hf")
     write_deepcoder(tmp_path / "hf" / DEEPCODER, {"taco": rows})
     _build(tmp_path / "hf", tmp_path / "out", ("deepcoder_taco",))
-    graded = [_grade(row, references[p.problem_id]) for row, p in zip(
-        _train_rows(tmp_path / "out").values(), (merge, compress), strict=True)]
+    graded = [
+        _grade(row, references[p.problem_id])
+        for row, p in zip(_train_rows(tmp_path / "out").values(), (merge, compress), strict=True)
+    ]
     assert graded == ["accepted", "accepted"]
 
 

@@ -23,7 +23,15 @@ from data_prep.sample.export import main as export_main
 from reward_fns.types import Problem, Verdict
 
 BOUNDARY = datetime(2024, 8, 1)
-VERDICT_KINDS = {"wrong_answer", "time_limit", "memory_limit", "runtime_error", "output_limit", "compile_error", "no_code"}
+VERDICT_KINDS = {
+    "wrong_answer",
+    "time_limit",
+    "memory_limit",
+    "runtime_error",
+    "output_limit",
+    "compile_error",
+    "no_code",
+}
 FUNCTIONAL_DRIVER = r"""
 import json, sys
 path, fn_name = sys.argv[1], sys.argv[2]
@@ -80,7 +88,9 @@ def test_metadata_matches_problem_kind(small_problems):
         testtypes = {test["testtype"] for test in problem.ground_truth["tests"]}
         assert problem.ground_truth["fn_name"] == problem.fn_name
         if problem.fn_name is None:
-            assert testtypes == {"stdin"} and problem.starter_code == "" and problem.platform in ("atcoder", "codeforces")
+            assert (
+                testtypes == {"stdin"} and problem.starter_code == "" and problem.platform in ("atcoder", "codeforces")
+            )
             assert all(section in problem.statement for section in ("## Input", "## Output", "## Constraints"))
         else:
             assert testtypes == {"functional"} and problem.platform == "leetcode"
@@ -142,7 +152,11 @@ def check_functional_program(program: Path, problem, cwd: Path) -> None:
     tests = problem.ground_truth["tests"]
     completed = subprocess.run(
         [sys.executable, "-c", FUNCTIONAL_DRIVER, str(program), problem.fn_name],
-        input=json.dumps([test["input"] for test in tests]), capture_output=True, text=True, cwd=cwd, timeout=120,
+        input=json.dumps([test["input"] for test in tests]),
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
     )
     assert completed.returncode == 0, f"{program}: {completed.stderr}"
     assert json.loads(completed.stdout) == [json.loads(test["output"]) for test in tests], str(program)
@@ -183,7 +197,7 @@ def test_large_tests_are_big_and_added(large_cache):
     big = [
         problem_id
         for problem_id, problem in with_large.items()
-        if sum(len(t["input"]) for t in problem.ground_truth["tests"][len(small[problem_id].ground_truth["tests"]):])
+        if sum(len(t["input"]) for t in problem.ground_truth["tests"][len(small[problem_id].ground_truth["tests"]) :])
         > 1_000_000
     ]
     assert len(big) >= 2
@@ -223,9 +237,17 @@ def test_solutions_cover_every_kind(solutions):
         assert kinds[kind] >= 2, kind
     assert kinds["wrong_answer"] >= 8 and kinds["time_limit"] >= 3 and kinds["runtime_error"] >= 4
     hostile = {kind for kind in kinds if kind.startswith("hostile_")}
-    assert {"hostile_write_outside_cwd", "hostile_tcp_connect", "hostile_print_environ", "hostile_read_shadow",
-            "hostile_detached_child", "hostile_fork_bomb", "hostile_kill_parent", "hostile_always_equal",
-            "hostile_monkeypatch_json"} <= hostile
+    assert {
+        "hostile_write_outside_cwd",
+        "hostile_tcp_connect",
+        "hostile_print_environ",
+        "hostile_read_shadow",
+        "hostile_detached_child",
+        "hostile_fork_bomb",
+        "hostile_kill_parent",
+        "hostile_always_equal",
+        "hostile_monkeypatch_json",
+    } <= hostile
     accepted = {kind for kind in kinds if kind.startswith("accepted_")}
     assert len(accepted) >= 10
     assert kinds["reference"] == len({solution.problem_id for solution in solutions})
@@ -276,8 +298,10 @@ def test_export_writes_the_grading_cli_inputs(tmp_path, large_cache):
     problems = [json.loads(line) for line in (out / "problems.jsonl").read_text().splitlines()]
     completions = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
     assert len(problems) >= 40
-    assert all(row["data_source"] == "nous_sample" and set(row) == {"problem_id", "data_source", "ground_truth"}
-               for row in problems)
+    assert all(
+        row["data_source"] == "nous_sample" and set(row) == {"problem_id", "data_source", "ground_truth"}
+        for row in problems
+    )
     assert all(Problem.from_ground_truth(row["ground_truth"]).tests for row in problems)
     assert {row["kind"] for row in completions} == {"reference", "wrong_answer"}
     assert not any(row["needs_large_tests"] for row in completions)

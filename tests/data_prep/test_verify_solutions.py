@@ -42,8 +42,13 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     second["solutions"] = [WRONG, reference_code()["compress_runs"]]
     no_gold = deepcoder_row(with_statement(coin, "no-gold", "No gold here. " + coin.statement[::-1]), "taco")
     no_gold["solutions"] = []
-    taco = [deepcoder_row(merge, "taco", platform="leetcode"), deepcoder_row(compress, "taco"),
-            deepcoder_row(coin, "taco"), second, no_gold]
+    taco = [
+        deepcoder_row(merge, "taco", platform="leetcode"),
+        deepcoder_row(compress, "taco"),
+        deepcoder_row(coin, "taco"),
+        second,
+        no_gold,
+    ]
     write_deepcoder(root / DEEPCODER, {"taco": taco})
     # a list-returning problem whose every result is a one-element list, from a platform of unknown convention:
     # the per-problem rule unwraps it, wrongly; only grading the gold solution can tell
@@ -57,8 +62,20 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     (root / TACO_VERIFIED / "taco_verified.json").write_text(json.dumps([misconverted]))
     write_lcb(root / LCB, {"test6.jsonl": [lcb_line(sample["task_order"])]})
     out = root.parent / "verify.jsonl"
-    args = ["--from", "local", "--local-dir", str(root), "--train-sources", "deepcoder_taco,taco_verified",
-            "--out", str(out), "--grader", "local", "--workers", "2"]
+    args = [
+        "--from",
+        "local",
+        "--local-dir",
+        str(root),
+        "--train-sources",
+        "deepcoder_taco,taco_verified",
+        "--out",
+        str(out),
+        "--grader",
+        "local",
+        "--workers",
+        "2",
+    ]
     assert verify_main(args) == 0
     records = {record["problem_id"]: record for record in map(json.loads, out.read_text().splitlines())}
     summary = json.loads(out.with_name("verify.jsonl.summary.json").read_text())
@@ -90,8 +107,12 @@ def test_correct_conversions_pass_and_the_misconverted_problem_is_flagged(verifi
 def test_the_build_drops_problems_whose_gold_solutions_fail(verified, tmp_path: Path) -> None:
     root, _, _ = verified
     config = BuildConfig(
-        out_dir=tmp_path / "out", mode="local", local_dir=root, train_sources=("deepcoder_taco", "taco_verified"),
-        quality=QualityConfig(min_tests=3), verified=root.parent / "verify.jsonl",
+        out_dir=tmp_path / "out",
+        mode="local",
+        local_dir=root,
+        train_sources=("deepcoder_taco", "taco_verified"),
+        quality=QualityConfig(min_tests=3),
+        verified=root.parent / "verify.jsonl",
     )
     manifest = build_mix(config, log=lambda line: None)
     assert manifest["filters"]["train"]["gold_failed_wrong_answer"] == {"taco": 1}
@@ -114,8 +135,20 @@ def test_the_ray_grading_pool_gives_the_same_verdicts(verified, tmp_path: Path) 
     environ = dict(os.environ)  # ray.init sets RAY_AUTH_MODE and others in os.environ: later tests must not see them
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        args = ["--from", "local", "--local-dir", str(root), "--train-sources", "deepcoder_taco,taco_verified",
-                "--out", str(out), "--grader", "ray", "--ray-address", "auto"]
+        args = [
+            "--from",
+            "local",
+            "--local-dir",
+            str(root),
+            "--train-sources",
+            "deepcoder_taco,taco_verified",
+            "--out",
+            str(out),
+            "--grader",
+            "ray",
+            "--ray-address",
+            "auto",
+        ]
         assert verify_main(args) == 0
         summary = json.loads(out.with_name("ray.jsonl.summary.json").read_text())
     finally:
@@ -136,7 +169,9 @@ def test_auto_uses_the_ray_pool_only_when_a_cluster_is_named(monkeypatch: pytest
     from reward_fns.types import GraderConfig
 
     addresses = []
-    monkeypatch.setattr(verify_solutions, "RayGrader", lambda address, config, window: addresses.append(address) or "ray")
+    monkeypatch.setattr(
+        verify_solutions, "RayGrader", lambda address, config, window: addresses.append(address) or "ray"
+    )
     monkeypatch.setattr(verify_solutions, "LocalGrader", lambda workers, config: "local")
     args = verify_solutions.parse_args(["--out", "v.jsonl"])
     monkeypatch.delenv("RAY_ADDRESS", raising=False)

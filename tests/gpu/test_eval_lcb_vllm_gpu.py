@@ -44,9 +44,17 @@ def build_tiny_model(directory: Path) -> None:
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(directory)
     config = Qwen2Config(
-        vocab_size=len(vocab), hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=8192, eos_token_id=vocab["<|im_end|>"],
-        pad_token_id=vocab["<|endoftext|>"], bos_token_id=vocab["<|endoftext|>"], tie_word_embeddings=True,
+        vocab_size=len(vocab),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        eos_token_id=vocab["<|im_end|>"],
+        pad_token_id=vocab["<|endoftext|>"],
+        bos_token_id=vocab["<|endoftext|>"],
+        tie_word_embeddings=True,
     )
     torch.manual_seed(0)
     Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
@@ -64,12 +72,33 @@ def tiny_setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_vllm_generation_grading_and_report(tiny_setup: tuple[Path, Path], tmp_path: Path, yarn: bool) -> None:
     model, data = tiny_setup
     out = tmp_path / "out"
-    argv = ["--model", str(model), "--data", str(data), "--out", str(out), "--n", "2", "--max-tokens", "64",
-            "--gpu-memory-utilization", "0.3", "--data-parallel-size", "1", "--time-limit-s", "4"]
-    argv += ["--yarn-factor", "2.0", "--original-max-position-embeddings", "4096"] if yarn else ["--max-model-len", "4096"]
+    argv = [
+        "--model",
+        str(model),
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--n",
+        "2",
+        "--max-tokens",
+        "64",
+        "--gpu-memory-utilization",
+        "0.3",
+        "--data-parallel-size",
+        "1",
+        "--time-limit-s",
+        "4",
+    ]
+    argv += (
+        ["--yarn-factor", "2.0", "--original-max-position-embeddings", "4096"] if yarn else ["--max-model-len", "4096"]
+    )
     assert eval_lcb.main(argv) == 0
-    generations = [json.loads(line) for path in sorted((out / "generations").glob("rank-*.jsonl"))
-                   for line in path.read_text().splitlines()]
+    generations = [
+        json.loads(line)
+        for path in sorted((out / "generations").glob("rank-*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
     assert len(generations) == 16 * 2
     assert all(0 < record["response_tokens"] <= 64 and record["prompt_tokens"] > 0 for record in generations)
     results = json.loads((out / "results.json").read_text())

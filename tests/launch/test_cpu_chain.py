@@ -58,7 +58,12 @@ def test_cpu_chain_selects_extends_and_resumes_a_killed_stage(local_slurm, tmp_p
         CRASH_ONCE_STAGE=STAGES[1],
         CRASH_ONCE_MARKER=str(tmp_path / "killed_once"),
     )
-    for variable in ("FAKE_TRAINER_STEPS", "FAKE_TRAINER_STEP_SECONDS", "EVAL_DATA", "WANDB_API_KEY"):  # no wandb offline
+    for variable in (
+        "FAKE_TRAINER_STEPS",
+        "FAKE_TRAINER_STEP_SECONDS",
+        "EVAL_DATA",
+        "WANDB_API_KEY",
+    ):  # no wandb offline
         env.pop(variable, None)
     run_dir = tmp_path / "outputs" / "debug_cpu_chain"
     stage1, stage2 = (run_dir / stage for stage in STAGES)

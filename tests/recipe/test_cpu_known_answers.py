@@ -7,7 +7,9 @@ from recipe.nouscoder.cpu.known_answers import KNOWN_ANSWER_KINDS, KnownAnswerBo
 
 
 def prompt_of(problem_id: str) -> str:
-    statement = next(problem.statement for problem in load_problems(include_large=False) if problem.problem_id == problem_id)
+    statement = next(
+        problem.statement for problem in load_problems(include_large=False) if problem.problem_id == problem_id
+    )
     return f"<|im_start|>user\n### Question:\n{statement}\n\n### Format: ...<|im_end|>\n<|im_start|>assistant\n"
 
 

@@ -47,4 +47,6 @@ def test_by_turn_entries_are_checked():
     with pytest.raises(ValueError, match="by_turn"):
         KnownAnswerOptions(fraction=1.0, by_turn=("wrong",))
     assert KnownAnswerOptions.from_mapping({"fraction": 0.5, "by_turn": ["failing", "passing"]}).by_turn == (
-        "failing", "passing")
+        "failing",
+        "passing",
+    )

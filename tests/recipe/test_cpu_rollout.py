@@ -61,7 +61,9 @@ def test_concurrent_requests_run_as_one_batch_with_the_models_log_probs(tiny_mod
 def test_top_k_and_max_tokens_are_honoured(tiny_model_dir):
     server = make_server(tiny_model_dir)
     prompt = prompt_ids(AutoTokenizer.from_pretrained(tiny_model_dir), "coin_purse")
-    output = asyncio.run(server.generate(prompt, {"temperature": 1.0, "top_k": 5, "max_tokens": 7, "logprobs": True}, "r"))
+    output = asyncio.run(
+        server.generate(prompt, {"temperature": 1.0, "top_k": 5, "max_tokens": 7, "logprobs": True}, "r")
+    )
     assert len(output.token_ids) <= 7
     # processed log-probs over the 5 kept tokens: each is at least log(1/5) above the full-vocabulary value
     full = reference_log_probs(tiny_model_dir, prompt, output.token_ids, temperature=1.0)

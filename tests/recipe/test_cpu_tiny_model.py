@@ -23,7 +23,10 @@ def test_the_tokenizer_round_trips_text_and_ends_turns_with_eos(tiny_model_dir):
     messages = [{"role": "system", "content": "Be exact."}, {"role": "user", "content": "Sum 1..n"}]
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=True)
     text = tokenizer.decode(ids["input_ids"])
-    assert text == f"<|im_start|>system\nBe exact.{TURN_END}\n<|im_start|>user\nSum 1..n{TURN_END}\n<|im_start|>assistant\n"
+    assert (
+        text
+        == f"<|im_start|>system\nBe exact.{TURN_END}\n<|im_start|>user\nSum 1..n{TURN_END}\n<|im_start|>assistant\n"
+    )
     assert tokenizer.eos_token == TURN_END and tokenizer.pad_token_id != tokenizer.eos_token_id
     # statements and programs of the sample take few tokens: the tokenizer was trained on them
     assert len(tokenizer(program)["input_ids"]) < len(program) / 2

@@ -183,9 +183,18 @@ def test_no_ray_or_sandbox_process_outlives_the_run(cpu_run):
 @pytest.mark.parametrize("cpu_run", ["sync"], indirect=True)  # the run that validates (scores to select by)
 def test_select_checkpoint_merges_a_trained_model_that_loads_and_generates(cpu_run, tiny_model_dir):
     selected = subprocess.run(
-        [sys.executable, "-m", "recipe.nouscoder.select_checkpoint", str(cpu_run.run_dir), "--metric",
-         "val-core/nous_sample/acc/mean@1"],
-        capture_output=True, text=True, check=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "recipe.nouscoder.select_checkpoint",
+            str(cpu_run.run_dir),
+            "--metric",
+            "val-core/nous_sample/acc/mean@1",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
     model_dir = Path(selected.stdout.strip().splitlines()[-1])
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
@@ -201,9 +210,18 @@ def test_select_checkpoint_merges_a_trained_model_that_loads_and_generates(cpu_r
 
 def test_plot_metrics_draws_the_run(cpu_run, tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "recipe.nouscoder.plot_metrics", "--log", str(cpu_run.run_dir / "metrics.1.jsonl"),
-         "--out-dir", str(tmp_path)],
-        check=True, capture_output=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "recipe.nouscoder.plot_metrics",
+            "--log",
+            str(cpu_run.run_dir / "metrics.1.jsonl"),
+            "--out-dir",
+            str(tmp_path),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     pictures = list(tmp_path.glob("*.png"))
     assert pictures and all(picture.stat().st_size > 0 for picture in pictures)

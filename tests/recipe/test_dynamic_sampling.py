@@ -74,7 +74,10 @@ def make_buffer(buffer_cls, refill_fn, max_extra_prompts, solved_sink, max_faile
         max_inflight_gen_batches=1,
     )
     buffer.configure_dynamic_sampling(
-        max_extra_prompts, pass_threshold=0.0, on_solved_problems=solved_sink.update, max_failed_groups=max_failed_groups
+        max_extra_prompts,
+        pass_threshold=0.0,
+        on_solved_problems=solved_sink.update,
+        max_failed_groups=max_failed_groups,
     )
     return buffer
 

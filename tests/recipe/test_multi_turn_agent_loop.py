@@ -63,7 +63,9 @@ class ScriptedServer:
 
     async def generate(self, request_id, prompt_ids, sampling_params, **kwargs) -> TokenOutput:
         self.calls.append({"request_id": request_id, "prompt_ids": list(prompt_ids), **sampling_params})
-        tokens = self.tokenizer(self.answers.pop(0), add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+        tokens = self.tokenizer(self.answers.pop(0), add_special_tokens=False)["input_ids"] + [
+            self.tokenizer.eos_token_id
+        ]
         self.answer_tokens.append(tokens)
         return TokenOutput(token_ids=tokens, log_probs=[-0.25] * len(tokens), extra_fields={"global_steps": 7})
 
@@ -88,7 +90,10 @@ def trainer_config(response_length: int = 400, **multi_turn):
             "actor_rollout_ref": {"rollout": rollout},
             "nouscoder": {"multi_turn": {"max_turns": 2, "min_turn_tokens": 8, **multi_turn}},
             "reward": {
-                "custom_reward_function": {"path": "pkg://reward_fns.verl_reward", "reward_kwargs": {"time_limit_s": 5.0}}
+                "custom_reward_function": {
+                    "path": "pkg://reward_fns.verl_reward",
+                    "reward_kwargs": {"time_limit_s": 5.0},
+                }
             },
         }
     )
@@ -179,7 +184,7 @@ def test_trainer_row_masks_feedback_and_reward_grades_final_program_on_hidden_te
     worker.__dict__.update(reward_loop_worker_handles=None, distillation_enabled=False, processor=None)
     kwargs = {**row, "uid": "u0", "session_id": 0, "global_steps": 1}
     asyncio.run(worker._agent_loop_postprocess(output, False, **kwargs))
-    (keys, fields), = stored
+    ((keys, fields),) = stored
     assert keys == ["u0_0_0"]
     loss_mask = fields["loss_mask"][0].tolist()
     responses = fields["responses"][0].tolist()
@@ -218,12 +223,16 @@ def test_no_code_then_done_keeps_the_last_program_and_turn_penalty(tokenizer):
     record = output.extra_fields["multi_turn"]
     assert record["stop_reason"] == "done" and record["turns"] == 2
     assert record["final_program"].endswith("print(a * b)")
-    feedback = tokenizer.decode(output.response_ids[segments(output.response_mask)[1][1] : segments(output.response_mask)[1][2]])
+    feedback = tokenizer.decode(
+        output.response_ids[segments(output.response_mask)[1][1] : segments(output.response_mask)[1][2]]
+    )
     assert "reply with DONE alone instead" in feedback
     output, _, _, row = run_loop(tokenizer, ["no code here", RIGHT], turn_penalty=0.25)
     record = output.extra_fields["multi_turn"]
     assert record["public_verdicts"] == ["no_code", "accepted"]
-    scores = compute_score("test", "", row["reward_model"]["ground_truth"], {**row["extra_info"], **output.extra_fields})
+    scores = compute_score(
+        "test", "", row["reward_model"]["ground_truth"], {**row["extra_info"], **output.extra_fields}
+    )
     assert scores["acc"] and scores["score"] == pytest.approx(1.0 - 0.25)
 
 
@@ -241,11 +250,17 @@ def test_rows_without_public_tests_run_single_turn_and_bad_ones_are_counted(toke
 
         async def main(public_tests=public_tests, server=server):
             loop = PublicTestFeedbackAgentLoop(
-                trainer_config=DictConfigWrap(config), server_manager=server, tokenizer=tokenizer, processor=None,
-                dataset_cls=RLHFDataset, data_config=DictConfigWrap(OmegaConf.create({})), hf_model_type="qwen2",
+                trainer_config=DictConfigWrap(config),
+                server_manager=server,
+                tokenizer=tokenizer,
+                processor=None,
+                dataset_cls=RLHFDataset,
+                data_config=DictConfigWrap(OmegaConf.create({})),
+                hf_model_type="qwen2",
             )
             return await loop.run(
-                {"logprobs": False}, raw_prompt=[{"role": "user", "content": STATEMENT}],
+                {"logprobs": False},
+                raw_prompt=[{"role": "user", "content": STATEMENT}],
                 extra_info={"problem_id": "p", "public_tests": public_tests},
                 reward_model={"ground_truth": json.dumps(HIDDEN)},
             )
@@ -294,7 +309,11 @@ def test_no_hidden_test_content_in_any_feedback_while_hidden_grading_runs_alongs
     record = output.extra_fields["multi_turn"]
     assert record["turns"] == 3 and record["first_turn_hidden_accepted"] is False
     assert any("918273" in truth for truth in spy.truths)  # the hidden grading did run, in the same grader
-    feedback = [tokenizer.decode(output.response_ids[start:end]) for keep, start, end in segments(output.response_mask) if not keep]
+    feedback = [
+        tokenizer.decode(output.response_ids[start:end])
+        for keep, start, end in segments(output.response_mask)
+        if not keep
+    ]
     assert len(feedback) == 2 and all("Your output:" in text for text in feedback)
     for text in feedback:
         for test in HIDDEN["tests"]:

@@ -46,8 +46,9 @@ def test_dapo_32k_multi_turn_is_dapo_32k_with_the_loop_and_public_test_data():
     assert uses_multi_turn(multi_config) and multi["actor_rollout_ref.rollout.agent.default_agent_loop"] == AGENT_NAME
     options = MultiTurnOptions.from_config(multi_config)
     assert options.max_turns == 3 and options.token_budget(multi_config.data.max_response_length) == 32768
-    validate_config(multi_config, use_reference_policy=need_reference_policy(multi_config),
-                    use_critic=need_critic(multi_config))
+    validate_config(
+        multi_config, use_reference_policy=need_reference_policy(multi_config), use_critic=need_critic(multi_config)
+    )
 
 
 def test_debug_cpu_overlay_scripts_two_turns_on_the_sample_with_public_tests():

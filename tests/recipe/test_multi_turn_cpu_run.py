@@ -31,11 +31,21 @@ def test_two_cpu_steps_with_public_test_feedback(tmp_path: Path, tiny_model_dir:
     run_dir, data_dir = tmp_path / "run", tmp_path / "sample_data_public1"
     assert build_data(["--from", "sample", "--out", str(data_dir), "--public-tests", "1"]) == 0
     command = [
-        sys.executable, "-m", "recipe.nouscoder.main", "--config-name", "debug_cpu", "+multi_turn=debug_cpu",
-        f"trainer.default_local_dir={run_dir}", f"data.train_files={data_dir / 'train.parquet'}",
-        f"data.val_files={data_dir / 'test.parquet'}", f"actor_rollout_ref.model.path={tiny_model_dir}",
-        f"trainer.total_training_steps={STEPS}", "trainer.save_freq=-1",
-        f"trainer.test_freq={STEPS}", "trainer.logger=[console,file]", "algorithm.filter_groups.enable=false",
+        sys.executable,
+        "-m",
+        "recipe.nouscoder.main",
+        "--config-name",
+        "debug_cpu",
+        "+multi_turn=debug_cpu",
+        f"trainer.default_local_dir={run_dir}",
+        f"data.train_files={data_dir / 'train.parquet'}",
+        f"data.val_files={data_dir / 'test.parquet'}",
+        f"actor_rollout_ref.model.path={tiny_model_dir}",
+        f"trainer.total_training_steps={STEPS}",
+        "trainer.save_freq=-1",
+        f"trainer.test_freq={STEPS}",
+        "trainer.logger=[console,file]",
+        "algorithm.filter_groups.enable=false",
     ]
     environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
     result = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=1500)

@@ -14,7 +14,13 @@ from reward_fns.types import GroundTruthError, Verdict
 
 GRADER = LocalPublicGrader({"time_limit_s": 2.0, "total_time_budget_s": 20.0})
 PUBLIC = PublicTests.from_ground_truth(
-    {"tests": [{"input": "1 2\n", "output": "3\n"}, {"input": "5 5\n", "output": "10\n"}, {"input": "0 7\n", "output": "7\n"}]}
+    {
+        "tests": [
+            {"input": "1 2\n", "output": "3\n"},
+            {"input": "5 5\n", "output": "10\n"},
+            {"input": "0 7\n", "output": "7\n"},
+        ]
+    }
 )
 OPTIONS = MultiTurnOptions()
 
@@ -72,7 +78,9 @@ def test_functional_tests_show_arguments_and_return_values():
     )
     text = message("class Solution:\n    def add(self, items, x):\n        return items", public)
     assert "Arguments (one JSON value per line):\n```text\n[1, 2]\n3\n```" in text
-    assert "Expected return value:\n```text\n[1, 2, 3]\n```" in text and "Your return value:\n```text\n[1,2]\n```" in text
+    assert (
+        "Expected return value:\n```text\n[1, 2, 3]\n```" in text and "Your return value:\n```text\n[1,2]\n```" in text
+    )
 
 
 def test_long_fields_are_cut_and_verdict_format_shows_no_test_content():
@@ -150,7 +158,11 @@ def test_no_hidden_test_content_reaches_feedback(probe):
     result = asyncio.run(check_public(Recording(), f"```python\n{PROBES[probe]}\n```", public))
     assert not result.all_passed
     assert all(marker not in truth for truth in seen for marker in HIDDEN_MARKERS)
-    for options in (MultiTurnOptions(), MultiTurnOptions(feedback_format="verdict"), MultiTurnOptions(feedback_field_chars=100000)):
+    for options in (
+        MultiTurnOptions(),
+        MultiTurnOptions(feedback_format="verdict"),
+        MultiTurnOptions(feedback_field_chars=100000),
+    ):
         text = feedback_message(result, options, GRADER.config)
         assert all(marker not in text for marker in HIDDEN_MARKERS)
         for test in HIDDEN["tests"]:

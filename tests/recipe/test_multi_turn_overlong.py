@@ -45,8 +45,12 @@ def advantages_with(agent_loop: str, tq_store) -> dict[str, list[float]]:
     for key, (reward, mask) in ROLLOUTS.items():
         scores = torch.zeros(len(mask))
         scores[-1] = reward
-        rows[key] = {"uid": "u1", "responses": torch.arange(1, len(mask) + 1), "response_mask": torch.tensor(mask),
-                     "rm_scores": scores}
+        rows[key] = {
+            "uid": "u1",
+            "responses": torch.arange(1, len(mask) + 1),
+            "response_mask": torch.tensor(mask),
+            "rm_scores": scores,
+        }
     trainer_for(agent_loop)._compute_advantage(tq_store.put_rows("train", rows), metrics={})
     return {key: tq_store.row("train", key)["advantages"].tolist() for key in ROLLOUTS}
 

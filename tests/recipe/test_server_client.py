@@ -20,10 +20,18 @@ class AbortOnceServer:
     async def remote(self, prompt_ids, sampling_params, **kwargs):
         self.calls.append(list(prompt_ids))
         if len(self.calls) == 1:
-            return TokenOutput(token_ids=[7, 8], log_probs=[-1.0, -2.0], stop_reason="aborted",
-                               extra_fields={"global_steps": 1, "known_answer": ""})
-        return TokenOutput(token_ids=[9, 10, 11], log_probs=[-1.0] * 3, stop_reason="completed",
-                           extra_fields={"global_steps": 2, "known_answer": "reference", "weight_version": 3})
+            return TokenOutput(
+                token_ids=[7, 8],
+                log_probs=[-1.0, -2.0],
+                stop_reason="aborted",
+                extra_fields={"global_steps": 1, "known_answer": ""},
+            )
+        return TokenOutput(
+            token_ids=[9, 10, 11],
+            log_probs=[-1.0] * 3,
+            stop_reason="completed",
+            extra_fields={"global_steps": 2, "known_answer": "reference", "weight_version": 3},
+        )
 
 
 def generate(client_class, monkeypatch):

@@ -135,7 +135,9 @@ def test_separate_async_setup_without_hybrid_engine_logs_at_info_level(tmp_path,
         def get_replicas(self):
             return []
 
-    monkeypatch.setattr(trainer_base.PPOTrainer, "_setup", lambda self: setattr(self, "llm_server_manager", NoServers()))
+    monkeypatch.setattr(
+        trainer_base.PPOTrainer, "_setup", lambda self: setattr(self, "llm_server_manager", NoServers())
+    )
     monkeypatch.setattr(trainer_separate_async.LLMServerManager, "create", lambda **kwargs: NoServers())
     monkeypatch.setattr(trainer_separate_async, "CheckpointEngineManager", lambda **kwargs: None)
     trainer_separate_async.logger.setLevel("INFO")

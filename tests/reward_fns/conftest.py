@@ -115,10 +115,7 @@ HOSTILE_PROGRAMS = {
         "        print(path, 'blocked', exc)\n"
     ),
     "read_private_file": (
-        "try:\n"
-        "    print(open('PRIVATE_PATH').read())\n"
-        "except OSError as exc:\n"
-        "    print('blocked', exc)\n"
+        "try:\n    print(open('PRIVATE_PATH').read())\nexcept OSError as exc:\n    print('blocked', exc)\n"
     ),
     "read_dataset": (
         "import os\n"
@@ -174,8 +171,9 @@ def _ensure_unprivileged_user() -> str:
     try:
         pwd.getpwnam(UNPRIVILEGED_USER)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
-                        UNPRIVILEGED_USER], check=True)
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", UNPRIVILEGED_USER], check=True
+        )
     return UNPRIVILEGED_USER
 
 
@@ -220,8 +218,15 @@ def run_unprivileged() -> Callable[..., dict]:
             command = [runuser, "-u", _ensure_unprivileged_user(), "--", python, "-c", UNPRIVILEGED_SCRIPT]
         else:
             command = [sys.executable, "-c", UNPRIVILEGED_SCRIPT]
-        completed = subprocess.run(command, input=json.dumps({"programs": programs, "secret": secret}),
-                                   capture_output=True, text=True, env=environment, timeout=120, check=False)
+        completed = subprocess.run(
+            command,
+            input=json.dumps({"programs": programs, "secret": secret}),
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=120,
+            check=False,
+        )
         assert completed.returncode == 0, completed.stderr[-3000:]
         return json.loads(completed.stdout.strip().splitlines()[-1])
 
@@ -321,8 +326,17 @@ def run_grader_as() -> Iterator[Callable[..., dict]]:
         if mode == "user" and os.geteuid() == 0:
             python = shutil.which("python3.11", path="/usr/bin:/usr/local/bin") or "/usr/bin/python3"
             runuser = shutil.which("runuser") or "/usr/sbin/runuser"
-            command = [runuser, "-u", _ensure_unprivileged_user(), "--", python, "-c", SCENARIO_SCRIPT, str(spec),
-                       str(out)]
+            command = [
+                runuser,
+                "-u",
+                _ensure_unprivileged_user(),
+                "--",
+                python,
+                "-c",
+                SCENARIO_SCRIPT,
+                str(spec),
+                str(out),
+            ]
         else:
             command = [sys.executable, "-c", SCENARIO_SCRIPT, str(spec), str(out)]
         streams = {"stdin": stdio, "stdout": stdio, "stderr": stdio} if stdio is not None else {"capture_output": True}

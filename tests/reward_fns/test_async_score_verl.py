@@ -56,19 +56,21 @@ def tokenizer_dir(tmp_path_factory) -> str:
 def reward_loop(tokenizer_dir):
     """verl's RewardLoopManager with two RewardLoopWorker actors, configured with the one documented line."""
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    config = OmegaConf.create({
-        "actor_rollout_ref": {"model": {"path": tokenizer_dir, "tokenizer_path": tokenizer_dir}},
-        "reward": {
-            "num_workers": 2,
-            "custom_reward_function": {
-                "path": "pkg://reward_fns.async_score",  # the line that turns the pool on
-                "name": "compute_score",
-                "reward_kwargs": {"time_limit_s": 4.0, "pool_name": POOL_NAME},
+    config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {"model": {"path": tokenizer_dir, "tokenizer_path": tokenizer_dir}},
+            "reward": {
+                "num_workers": 2,
+                "custom_reward_function": {
+                    "path": "pkg://reward_fns.async_score",  # the line that turns the pool on
+                    "name": "compute_score",
+                    "reward_kwargs": {"time_limit_s": 4.0, "pool_name": POOL_NAME},
+                },
+                "reward_manager": {"source": "register", "name": "naive", "module": {"path": None, "name": "unused"}},
+                "reward_model": {"enable": False, "enable_resource_pool": False},
             },
-            "reward_manager": {"source": "register", "name": "naive", "module": {"path": None, "name": "unused"}},
-            "reward_model": {"enable": False, "enable_resource_pool": False},
-        },
-    })
+        }
+    )
     try:
         yield RewardLoopManager(config)
         if POOL_NAME in ray.util.list_named_actors():  # created by the first reward computed, by whichever test
@@ -93,22 +95,26 @@ def batch(tokenizer_dir) -> tuple[DataProto, list[str]]:
     for row, ids in enumerate(encoded):
         responses[row, : len(ids)] = torch.tensor(ids)
         attention_mask[row, prompt_length : prompt_length + len(ids)] = 1
-    data = DataProto.from_single_dict({
-        "prompts": torch.full((len(rows), prompt_length), 2, dtype=torch.long),
-        "responses": responses,
-        "attention_mask": attention_mask,
-        "data_source": np.array(["nous_sample"] * len(rows), dtype=object),
-        "reward_model": np.array([{"style": "rule", "ground_truth": truth} for _, truth, _ in rows], dtype=object),
-        "extra_info": np.array([{"problem_id": f"row{index}"} for index in range(len(rows))], dtype=object),
-    })
+    data = DataProto.from_single_dict(
+        {
+            "prompts": torch.full((len(rows), prompt_length), 2, dtype=torch.long),
+            "responses": responses,
+            "attention_mask": attention_mask,
+            "data_source": np.array(["nous_sample"] * len(rows), dtype=object),
+            "reward_model": np.array([{"style": "rule", "ground_truth": truth} for _, truth, _ in rows], dtype=object),
+            "extra_info": np.array([{"problem_id": f"row{index}"} for index in range(len(rows))], dtype=object),
+        }
+    )
     return data, [expected for _, _, expected in rows]
 
 
 def test_one_config_line_makes_verls_default_manager_await_the_pool_function():
-    with initialize_config_dir(config_dir=os.path.join(os.path.dirname(verl.__file__), "trainer", "config"),
-                               version_base=None):
-        config = compose(config_name="ppo_trainer",
-                         overrides=["reward.custom_reward_function.path=pkg://reward_fns.async_score"])
+    with initialize_config_dir(
+        config_dir=os.path.join(os.path.dirname(verl.__file__), "trainer", "config"), version_base=None
+    ):
+        config = compose(
+            config_name="ppo_trainer", overrides=["reward.custom_reward_function.path=pkg://reward_fns.async_score"]
+        )
     manager = load_reward_manager(config, tokenizer=None)
     assert type(manager).__name__ == "NaiveRewardManager"
     assert manager.is_async_reward_score  # awaited on the reward loop's event loop, not run in its thread pool

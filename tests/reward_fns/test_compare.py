@@ -204,7 +204,9 @@ def test_functional_bad_expected_json_is_a_ground_truth_error():
         functional_matches("1", "[1, 2", LCB)
 
 
-@pytest.mark.parametrize("actual", ["<object at 0x1>", "[1, 2", "\x00 1", "1 \x00", '{"b": 2, "a": 1}', '{"a": 1, "a": 1}', "1 1", '"1'])
+@pytest.mark.parametrize(
+    "actual", ["<object at 0x1>", "[1, 2", "\x00 1", "1 \x00", '{"b": 2, "a": 1}', '{"a": 1, "a": 1}', "1 1", '"1']
+)
 def test_functional_text_that_is_not_the_harness_json_matches_nothing(actual):
     """Only a program writing its own result file produces such text: never a match, never a grader error."""
     assert not functional_matches(actual, '{"a": 1, "b": 2}' if "b" in actual else "1", LCB)

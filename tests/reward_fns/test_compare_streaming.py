@@ -20,7 +20,26 @@ from reward_fns.types import GraderConfig
 LCB = GraderConfig(compare_mode="lcb")
 TOLERANT = GraderConfig(compare_mode="tolerant", float_rel_tol=1e-3, float_abs_tol=1e-3)
 NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-TOKENS = ["1", "1.0", "01", "-0", "0", "1e3", "1000", "0.5", "0.5004", "YES", "yes", "No", "a", "ab", "x1", "1_0", "\x00", "a\x00"]
+TOKENS = [
+    "1",
+    "1.0",
+    "01",
+    "-0",
+    "0",
+    "1e3",
+    "1000",
+    "0.5",
+    "0.5004",
+    "YES",
+    "yes",
+    "No",
+    "a",
+    "ab",
+    "x1",
+    "1_0",
+    "\x00",
+    "a\x00",
+]
 SPACES = [" ", "  ", "\t", "\x0c", "\u3000", "\xa0", "\u2028", "\x85", "\x1f", "\r"]
 BREAKS = ["\n", "\r\n", " \n", "\n\n", "\n \n"]
 
@@ -96,11 +115,17 @@ def test_stdout_stream_agrees_with_the_rules_on_random_outputs(config, monkeypat
 
 def reference_values_match(actual, expected, tolerant: bool) -> bool:
     if isinstance(expected, list):
-        return (isinstance(actual, list) and len(actual) == len(expected)
-                and all(reference_values_match(a, e, tolerant) for a, e in zip(actual, expected, strict=True)))
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(reference_values_match(a, e, tolerant) for a, e in zip(actual, expected, strict=True))
+        )
     if isinstance(expected, dict):
-        return (isinstance(actual, dict) and set(actual) == set(expected)
-                and all(reference_values_match(actual[key], expected[key], tolerant) for key in expected))
+        return (
+            isinstance(actual, dict)
+            and set(actual) == set(expected)
+            and all(reference_values_match(actual[key], expected[key], tolerant) for key in expected)
+        )
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(actual) is type(expected) and actual == expected
     if isinstance(expected, int | float):
@@ -108,8 +133,11 @@ def reference_values_match(actual, expected, tolerant: bool) -> bool:
             return False
         if actual == expected:
             return True
-        return tolerant and isinstance(expected, float) and math.isclose(float(actual), expected, rel_tol=1e-3,
-                                                                         abs_tol=1e-3)
+        return (
+            tolerant
+            and isinstance(expected, float)
+            and math.isclose(float(actual), expected, rel_tol=1e-3, abs_tol=1e-3)
+        )
     return type(actual) is type(expected) and actual == expected
 
 
@@ -144,8 +172,9 @@ def test_functional_stream_agrees_with_structural_equality_on_random_values(conf
         expected = random_value(rng)
         returned = mutate(expected, rng)
         actual_text = to_json_text(returned)  # the harness's own conversion, keys sorted
-        want = reference_values_match(json.loads(actual_text, parse_int=compare._exact_int), expected,
-                                      config.compare_mode == "tolerant")
+        want = reference_values_match(
+            json.loads(actual_text, parse_int=compare._exact_int), expected, config.compare_mode == "tolerant"
+        )
         expected_text = json.dumps(expected, ensure_ascii=rng.random() < 0.5, indent=rng.choice([None, 1]))
         assert functional_matches(actual_text, expected_text, config) == want, (actual_text, expected_text)
         assert functional_matches(chunked(actual_text, rng), expected_text, config) == want

@@ -31,7 +31,15 @@ PAIRS_PROBLEM = json.dumps(
     }
 )
 EXPECTED_KEYS = {
-    "score", "acc", "verdict", "passed", "total", "time_s", "max_test_time_s", "internal_error", "ground_truth_error"
+    "score",
+    "acc",
+    "verdict",
+    "passed",
+    "total",
+    "time_s",
+    "max_test_time_s",
+    "internal_error",
+    "ground_truth_error",
 }
 
 

@@ -29,38 +29,65 @@ FOREIGN_ROWS = {
     # verl prime_code / TACO stdin, as verl's prime_code reads it: a JSON string of {inputs, outputs}
     "taco-stdin-json": (json.dumps({"inputs": [i for i, _ in PAIRS], "outputs": [o for _, o in PAIRS]}), "stdin"),
     # TACO call-based from codewars (argument lists, outputs wrapped in one-element lists), as a dict
-    "taco-codewars-dict": ({"inputs": [a for a, _ in CALLS], "outputs": [[r] for _, r in CALLS], "fn_name": "add"},
-                           "call"),
+    "taco-codewars-dict": (
+        {"inputs": [a for a, _ in CALLS], "outputs": [[r] for _, r in CALLS], "fn_name": "add"},
+        "call",
+    ),
     # verl prime_code call-based: arguments as one JSON value per line, outputs as JSON text
     "prime_code-call": (
-        json.dumps({"inputs": [_lines(a) for a, _ in CALLS], "outputs": [json.dumps(r) for _, r in CALLS],
-                    "fn_name": "add"}),
+        json.dumps(
+            {"inputs": [_lines(a) for a, _ in CALLS], "outputs": [json.dumps(r) for _, r in CALLS], "fn_name": "add"}
+        ),
         "call",
     ),
     # LiveCodeBench get_evaluation_sample / rLLM postprocess_lcb_sample: {"input_output": <TACO JSON>}
     "input_output-string": (
-        {"input_output": json.dumps({"inputs": [_lines(a) for a, _ in CALLS],
-                                     "outputs": [json.dumps(r) for _, r in CALLS], "fn_name": "add"})},
+        {
+            "input_output": json.dumps(
+                {
+                    "inputs": [_lines(a) for a, _ in CALLS],
+                    "outputs": [json.dumps(r) for _, r in CALLS],
+                    "fn_name": "add",
+                }
+            )
+        },
         "call",
     ),
     # LiveCodeBench test list (stdin)
     "lcb-list-stdin": (json.dumps([{"input": i, "output": o, "testtype": "stdin"} for i, o in PAIRS]), "stdin"),
     # rLLM DeepCoder list: LiveCodeBench tests with metadata.func_name on each
     "rllm-list-functional": (
-        json.dumps([{"input": _lines(a), "output": json.dumps(r), "testtype": "functional",
-                     "metadata": {"func_name": "add"}} for a, r in CALLS]),
+        json.dumps(
+            [
+                {
+                    "input": _lines(a),
+                    "output": json.dumps(r),
+                    "testtype": "functional",
+                    "metadata": {"func_name": "add"},
+                }
+                for a, r in CALLS
+            ]
+        ),
         "call",
     ),
     # PrimeIntellect verification_info: function_call tests with argument list and wrapped output as JSON text
     "primeintellect-verification_info": (
-        json.dumps({"language": "python", "test_cases": [
-            {"type": "function_call", "fn_name": "add", "input": json.dumps(a), "output": json.dumps([r])}
-            for a, r in CALLS]}),
+        json.dumps(
+            {
+                "language": "python",
+                "test_cases": [
+                    {"type": "function_call", "fn_name": "add", "input": json.dumps(a), "output": json.dumps([r])}
+                    for a, r in CALLS
+                ],
+            }
+        ),
         "call",
     ),
     # DeepCoder primeintellect config: the same test cases with native lists
     "deepcoder-primeintellect-native": (
-        [{"type": "function_call", "fn_name": "add", "input": a, "output": [r]} for a, r in CALLS], "call"),
+        [{"type": "function_call", "fn_name": "add", "input": a, "output": [r]} for a, r in CALLS],
+        "call",
+    ),
     # DeepCoder codeforces: plain {input, output}
     "codeforces-list": ([{"input": i, "output": o} for i, o in PAIRS], "stdin"),
 }
@@ -85,8 +112,13 @@ def test_list_results_of_several_lengths_are_not_unwrapped() -> None:
     """A list-returning problem (leetcode-style, not wrapped): results [1, 3] and [5]; [5] stays a list."""
     truth = {"inputs": [[[3, 1]], [[5]]], "outputs": [[1, 3], [5]], "fn_name": "sort_it"}
     right = compute_score("x", _answer("def sort_it(values):\n    return sorted(values)"), truth)
-    unwrapped_reader = compute_score("x", _answer(
-        "def sort_it(values):\n    values = sorted(values)\n    return values[0] if len(values) == 1 else values"), truth)
+    unwrapped_reader = compute_score(
+        "x",
+        _answer(
+            "def sort_it(values):\n    values = sorted(values)\n    return values[0] if len(values) == 1 else values"
+        ),
+        truth,
+    )
     assert right["verdict"] == "accepted" and unwrapped_reader["verdict"] == "wrong_answer"
 
 

@@ -157,7 +157,9 @@ def test_grader_flags_reach_the_grader(tmp_path):
     out = tmp_path / "graded.jsonl"
     run_cli(problems, completions, out)
     assert read_out(out)[0]["verdict"] == "wrong_answer"
-    run_cli(problems, completions, out, "--compare-mode", "tolerant", "--time-limit-s", "5", "--memory-limit-mb", "1024")
+    run_cli(
+        problems, completions, out, "--compare-mode", "tolerant", "--time-limit-s", "5", "--memory-limit-mb", "1024"
+    )
     assert read_out(out)[0]["verdict"] == "accepted"
 
 

@@ -89,7 +89,8 @@ def test_probe_command_line_prints_the_table_and_fails_when_incomplete():
     complete = subprocess.run(command, capture_output=True, text=True, check=False)
     assert complete.returncode == 0, complete.stderr
     assert all(f"[ok]      {name}" in complete.stdout for name in MECHANISMS)
-    degraded = subprocess.run([*command, "--json"], capture_output=True, text=True, check=False,
-                              env={**os.environ, DISABLE_ENV: "namespaces"})
+    degraded = subprocess.run(
+        [*command, "--json"], capture_output=True, text=True, check=False, env={**os.environ, DISABLE_ENV: "namespaces"}
+    )
     assert degraded.returncode == 1
     assert json.loads(degraded.stdout)["network_namespace"] is False

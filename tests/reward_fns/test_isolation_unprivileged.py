@@ -37,20 +37,38 @@ def scenario(tcp_listener, hostile_programs, unprivileged_user_name):
     if unprivileged_user_name is not None:
         account = pwd.getpwnam(unprivileged_user_name)
         os.chown(owned_by_user, account.pw_uid, account.pw_gid)
-        victim_command = ["setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--clear-groups",
-                          *victim_command]
+        victim_command = [
+            "setpriv",
+            f"--reuid={account.pw_uid}",
+            f"--regid={account.pw_gid}",
+            "--clear-groups",
+            *victim_command,
+        ]
     victim = subprocess.Popen(victim_command)
     port, got_connection = tcp_listener
     marker = tmp_path / "marker.txt"
-    fills = {"WRITE_TARGETS": repr([str(owned_by_user)]), "PORT": str(port), "PRIVATE_PATH": str(private),
-             "VICTIM_PID": str(victim.pid), "MARKER_PATH": str(marker), "DATA_PATHS": repr([str(dataset)])}
+    fills = {
+        "WRITE_TARGETS": repr([str(owned_by_user)]),
+        "PORT": str(port),
+        "PRIVATE_PATH": str(private),
+        "VICTIM_PID": str(victim.pid),
+        "MARKER_PATH": str(marker),
+        "DATA_PATHS": repr([str(dataset)]),
+    }
     programs = {}
     for name, code in hostile_programs.items():
         for placeholder, value in fills.items():
             code = code.replace(placeholder, value)
         programs[name] = code
-    yield {"programs": programs, "secret": secret, "dataset": dataset.read_text(), "owned": owned_by_user, "marker": marker, "victim": victim,
-           "got_connection": got_connection}
+    yield {
+        "programs": programs,
+        "secret": secret,
+        "dataset": dataset.read_text(),
+        "owned": owned_by_user,
+        "marker": marker,
+        "victim": victim,
+        "got_connection": got_connection,
+    }
     victim.kill()
     victim.wait()
     shutil.rmtree(tmp_path)

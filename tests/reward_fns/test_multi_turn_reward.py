@@ -48,8 +48,9 @@ def test_the_pool_reward_grades_the_final_program_with_the_penalty(monkeypatch):
             return Outcome(GradeResult(Verdict.ACCEPTED, 2, 2), 2, 0, False, 0), 0.01
 
     monkeypatch.setattr(async_score, "pool_client", lambda pool, isolation: Client())
-    result = asyncio.run(async_score.compute_score("x", f"```python\n{WRONG}\n```", GROUND_TRUTH,
-                                                   record(RIGHT, turns=2, penalty=0.5)))
+    result = asyncio.run(
+        async_score.compute_score("x", f"```python\n{WRONG}\n```", GROUND_TRUTH, record(RIGHT, turns=2, penalty=0.5))
+    )
     assert graded == [RIGHT] and result["score"] == pytest.approx(0.5) and result["tests_executed"] == 2
 
 

@@ -36,8 +36,14 @@ def stop_pools():
 
 def stdin_problem(outputs: list[str]) -> str:
     """Tests whose inputs are all 6 characters (the grader's longest-first order keeps this order)."""
-    return json.dumps({"tests": [{"input": f"{index:05d}\n", "output": output, "testtype": "stdin"}
-                                 for index, output in enumerate(outputs)]})
+    return json.dumps(
+        {
+            "tests": [
+                {"input": f"{index:05d}\n", "output": output, "testtype": "stdin"}
+                for index, output in enumerate(outputs)
+            ]
+        }
+    )
 
 
 def fenced(code: str) -> str:
@@ -49,8 +55,12 @@ ECHO = fenced("print(int(input()))")
 
 def grade_all(responses: list[tuple[str, str]], **kwargs) -> list[dict]:
     async def run():
-        return await asyncio.gather(*(compute_score("test", response, ground_truth, {}, **GRADER, **kwargs)
-                                      for response, ground_truth in responses))
+        return await asyncio.gather(
+            *(
+                compute_score("test", response, ground_truth, {}, **GRADER, **kwargs)
+                for response, ground_truth in responses
+            )
+        )
 
     return asyncio.run(run())
 
@@ -70,18 +80,24 @@ def sample_batch() -> list[tuple[str, str, str]]:
     """(completion, ground truth, expected verdict) of the fast bundled-sample solutions (no large tests)."""
     problems = {problem.problem_id: json.dumps(problem.ground_truth) for problem in load_problems(include_large=False)}
     solutions = [solution for solution in load_solutions() if solution.expected_verdict in SAMPLE_VERDICTS]
-    return [(solution.completion, problems[solution.problem_id], solution.expected_verdict)
-            for solution in solutions[:24]]
+    return [
+        (solution.completion, problems[solution.problem_id], solution.expected_verdict) for solution in solutions[:24]
+    ]
 
 
 @pytest.mark.parametrize("granularity", ["per_rollout", "per_problem", "per_test"])
 def test_every_granularity_gives_the_sample_its_expected_verdicts(sample_batch, granularity):
-    results = grade_all([(completion, truth) for completion, truth, _ in sample_batch],
-                        pool_name=f"verdicts_{granularity}", pool_granularity=granularity, pool_group_window_s=0.2,
-                        pool_tests_per_chunk=3)
+    results = grade_all(
+        [(completion, truth) for completion, truth, _ in sample_batch],
+        pool_name=f"verdicts_{granularity}",
+        pool_granularity=granularity,
+        pool_group_window_s=0.2,
+        pool_tests_per_chunk=3,
+    )
     assert [result["verdict"] for result in results] == [expected for _, _, expected in sample_batch]
-    assert [result["score"] for result in results] == [1.0 if expected == "accepted" else -1.0
-                                                        for _, _, expected in sample_batch]
+    assert [result["score"] for result in results] == [
+        1.0 if expected == "accepted" else -1.0 for _, _, expected in sample_batch
+    ]
     assert not any(result["internal_error"] or result["regraded"] for result in results)
     assert len({frozenset(result) for result in results}) == 1  # verl stacks the first sample's keys
 
@@ -93,8 +109,9 @@ def test_early_exit_counts_tests_and_per_test_stops_dispatching_after_the_failur
     (rollout,) = grade_all([(ECHO, problem)], pool_name="exit_rollout")
     assert (rollout["verdict"], rollout["passed"], rollout["tests_executed"]) == ("wrong_answer", 45, 46)
     shutdown_pools()
-    (per_test,) = grade_all([(ECHO, problem)], pool_name="exit_test", pool_granularity="per_test",
-                            pool_tests_per_chunk=5)
+    (per_test,) = grade_all(
+        [(ECHO, problem)], pool_name="exit_test", pool_granularity="per_test", pool_tests_per_chunk=5
+    )
     assert per_test["verdict"] == "wrong_answer"
     # chunk [45, 50) fails at its first test; the reward does not wait for the other worker's chunk ([40, 45) or
     # [50, 55)), and no chunk is started after the failure: at most 45 + 1 + 5 tests ran, never all 60
@@ -119,8 +136,7 @@ def test_a_bad_ground_truth_is_an_internal_error_not_a_worker_failure():
 
 def test_completion_over_its_total_budget_gets_time_limit():
     slow = fenced("import time\ntime.sleep(0.6)\nprint(int(input()))")
-    (result,) = grade_all([(slow, stdin_problem(["0\n", "1\n", "2\n"]))], pool_name="budget",
-                          total_time_budget_s=1.0)
+    (result,) = grade_all([(slow, stdin_problem(["0\n", "1\n", "2\n"]))], pool_name="budget", total_time_budget_s=1.0)
     assert result["verdict"] == "time_limit"
     assert result["passed"] < 3
 
@@ -142,8 +158,11 @@ def test_a_worker_killed_mid_grade_is_regraded_and_a_second_death_gives_internal
 
     def busy_pids(killed: list[int]) -> list[int]:
         """Workers whose call has run 0.3 s of the 6 s program."""
-        return [call["pid"] for call in ray.get(client.dispatcher.busy_workers.remote())
-                if call["method"] == "grade" and call["pid"] not in (None, *killed) and call["running_s"] > 0.3]
+        return [
+            call["pid"]
+            for call in ray.get(client.dispatcher.busy_workers.remote())
+            if call["method"] == "grade" and call["pid"] not in (None, *killed) and call["running_s"] > 0.3
+        ]
 
     async def grade_while_killing(kills: int):
         task = asyncio.ensure_future(client.grade(sleeper, problem, GraderConfig(time_limit_s=10.0)))
@@ -170,19 +189,31 @@ def test_a_worker_killed_mid_grade_is_regraded_and_a_second_death_gives_internal
 def test_per_problem_grades_a_full_group_in_one_worker_call():
     problem = stdin_problem([f"{index}\n" for index in range(5)])
     wrong = fenced("print(-1)")
-    results = grade_all([(ECHO, problem), (wrong, problem), (ECHO, problem)], pool_name="group",
-                        pool_granularity="per_problem", pool_group_size=3, pool_group_window_s=600.0,
-                        pool_call_deadline_s=60.0)  # only the third arrival can flush the group in time
+    results = grade_all(
+        [(ECHO, problem), (wrong, problem), (ECHO, problem)],
+        pool_name="group",
+        pool_granularity="per_problem",
+        pool_group_size=3,
+        pool_group_window_s=600.0,
+        pool_call_deadline_s=60.0,
+    )  # only the third arrival can flush the group in time
     assert [result["verdict"] for result in results] == ["accepted", "wrong_answer", "accepted"]
     assert [result["tests_executed"] for result in results] == [5, 1, 5]
-    stats = ray.get(pool_client(PoolConfig(name="group", granularity="per_problem", group_size=3,
-                                           group_window_s=600.0, call_deadline_s=60.0), "auto").dispatcher.cache_stats.remote())
+    stats = ray.get(
+        pool_client(
+            PoolConfig(
+                name="group", granularity="per_problem", group_size=3, group_window_s=600.0, call_deadline_s=60.0
+            ),
+            "auto",
+        ).dispatcher.cache_stats.remote()
+    )
     assert sorted(worker["misses"] + worker["hits"] for worker in stats) == [0, 1]  # one fetch, one worker call
 
 
 def test_a_call_past_its_attempt_deadline_has_its_worker_killed_and_is_regraded_once():
     sleeper = fenced("import time\ntime.sleep(1.5)\nprint(int(input()))")
     # attempt deadline = total budget 3 s + slack -2.5 s = 0.5 s, while the program needs 1.5 s of its 3 s budget
-    (result,) = grade_all([(sleeper, stdin_problem(["0\n"]))], pool_name="overrun", total_time_budget_s=3.0,
-                          pool_attempt_slack_s=-2.5)
+    (result,) = grade_all(
+        [(sleeper, stdin_problem(["0\n"]))], pool_name="overrun", total_time_budget_s=3.0, pool_attempt_slack_s=-2.5
+    )
     assert (result["verdict"], result["regraded"], result["worker_restarts"]) == ("internal_error", True, 2)

@@ -17,17 +17,22 @@ def node(node_id: str, cpus: float, gpus: float = 0, alive: bool = True) -> dict
 
 
 def test_pool_settings_from_kwargs_then_environment_then_defaults():
-    config = pool_config({"pool_granularity": "per_test", "pool_workers": "3", "time_limit_s": 9},
-                         environ={"REWARD_FNS_POOL_WORKERS": "7", "REWARD_FNS_POOL_GROUP_SIZE": "8"})
+    config = pool_config(
+        {"pool_granularity": "per_test", "pool_workers": "3", "time_limit_s": 9},
+        environ={"REWARD_FNS_POOL_WORKERS": "7", "REWARD_FNS_POOL_GROUP_SIZE": "8"},
+    )
     assert (config.granularity, config.workers, config.group_size) == ("per_test", 3, 8)
     assert config.call_deadline_s == PoolConfig().call_deadline_s
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"pool_granularity": "per_token"}, "must be one of"),
-    ({"pool_wokers": 2}, "unknown pool setting"),
-    ({"pool_workers": "many"}, "pool_workers=.many. must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"pool_granularity": "per_token"}, "must be one of"),
+        ({"pool_wokers": 2}, "unknown pool setting"),
+        ({"pool_workers": "many"}, "pool_workers=.many. must be an integer"),
+    ],
+)
 def test_bad_pool_settings_say_what_is_wrong(kwargs, message):
     with pytest.raises(ValueError, match=message):
         pool_config(kwargs, environ={})
@@ -83,9 +88,16 @@ def test_step_metrics_against_explicit_counts_and_nearest_rank_percentiles():
     latencies = [0.5, 3.0, 1.0, 2.0, 9.0, 4.0, 0.1, 7.0, 6.0, 5.0]
     verdicts = ["accepted"] * 4 + ["wrong_answer"] * 3 + ["time_limit", "internal_error", "no_code"]
     samples = [
-        {"verdict": verdict, "total": 10, "tests_executed": 10 if verdict == "accepted" else 2,
-         "latency_s": latency, "queue_depth": index, "regraded": verdict == "internal_error",
-         "internal_error": verdict == "internal_error", "worker_restarts": 1 if index > 5 else 0}
+        {
+            "verdict": verdict,
+            "total": 10,
+            "tests_executed": 10 if verdict == "accepted" else 2,
+            "latency_s": latency,
+            "queue_depth": index,
+            "regraded": verdict == "internal_error",
+            "internal_error": verdict == "internal_error",
+            "worker_restarts": 1 if index > 5 else 0,
+        }
         for index, (verdict, latency) in enumerate(zip(verdicts, latencies, strict=True))
     ]
     metrics = grading_step_metrics(columns_from_samples(samples))
@@ -100,4 +112,7 @@ def test_step_metrics_against_explicit_counts_and_nearest_rank_percentiles():
     assert math.isclose(metrics["grading/tests_saved_frac"], 1 - executed / 100)
     assert metrics["grading/queue_depth/max"] == 9 and metrics["grading/queue_depth/mean"] == 4.5
     assert (metrics["grading/worker_restarts"], metrics["grading/internal_errors"], metrics["grading/regraded"]) == (
-        1, 1, 1)
+        1,
+        1,
+        1,
+    )

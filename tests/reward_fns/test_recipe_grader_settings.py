@@ -21,8 +21,11 @@ from reward_fns.score import grader_config
 from reward_fns.types import GraderConfig
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs")
-CONFIGS = sorted(name[:-5] for name in os.listdir(CONFIG_DIR)
-                 if name.endswith(".yaml") and not name.startswith("_") and name != "nouscoder_base.yaml")
+CONFIGS = sorted(
+    name[:-5]
+    for name in os.listdir(CONFIG_DIR)
+    if name.endswith(".yaml") and not name.startswith("_") and name != "nouscoder_base.yaml"
+)
 PRODUCTION = GraderConfig(time_limit_s=15.0, memory_limit_mb=4096, isolation="strict")
 """The NousCoder limits with strict isolation; the compare mode is each config's own (tolerant for training, lcb for
 LiveCodeBench evaluation), and shown in it."""
@@ -75,8 +78,14 @@ ray.shutdown()
 
 @pytest.mark.integration
 def test_on_a_node_without_namespaces_both_reward_paths_refuse_to_grade():
-    completed = subprocess.run([sys.executable, "-c", REFUSING_NODE], capture_output=True, text=True, check=True,
-                               env={**os.environ, DISABLE_ENV: "namespaces"}, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, "-c", REFUSING_NODE],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, DISABLE_ENV: "namespaces"},
+        timeout=300,
+    )
     lines = completed.stdout.splitlines()
     assert lines[0].startswith("verl_reward: IsolationUnavailableError isolation='strict'"), completed.stdout
     pool_line = next(line for line in lines if line.startswith("async_score:"))  # the first completion stops it

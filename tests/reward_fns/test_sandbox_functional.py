@@ -50,7 +50,7 @@ def test_missing_function_and_early_exit_are_runtime_errors(grade_functional):
 def test_converter_exact_types_tuples_and_rejections():
     assert to_json_text((1, (2.5, "é"), [True, None], {"k": (1,)})) == '[1,[2.5,"\\u00e9"],[true,null],{"k":[1]}]'
     assert to_json_text({1: 2}) == '{"1":2}'
-    assert to_json_text(10 ** 5000).startswith("1000")
+    assert to_json_text(10**5000).startswith("1000")
     for bad in (float("inf"), [float("nan")], {(1, 2): 3}, object(), type("Sub", (int,), {})(3)):
         with pytest.raises(UnconvertibleResult):
             to_json_text(bad)

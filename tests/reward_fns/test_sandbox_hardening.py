@@ -156,9 +156,16 @@ print(left or "clean")
 @pytest.mark.parametrize("mode", MODES)
 def test_nothing_a_program_leaves_reaches_the_next_one_or_the_graders_keys(mode, run_grader_as):
     secret = secrets.token_hex(16)
-    observed = run_grader_as(mode, [_run(LEAVE_STATE, [("", "")], raw=True), _run(FIND_STATE, [("", "clean")]),
-                                    _run(LEAVE_STATE, [("", "x")]), _run(FIND_STATE, [("", "clean")])],
-                             grader_key=secret)
+    observed = run_grader_as(
+        mode,
+        [
+            _run(LEAVE_STATE, [("", "")], raw=True),
+            _run(FIND_STATE, [("", "clean")]),
+            _run(LEAVE_STATE, [("", "x")]),
+            _run(FIND_STATE, [("", "clean")]),
+        ],
+        grader_key=secret,
+    )
     left = eval(observed["results"][0]["stdout"])
     assert secret not in observed["results"][0]["stdout"]
     assert left["grader_key"] < 0 and all(left[f"add_key{ring}"] < 0 for ring in (-3, -4, -5, -2)), left
@@ -174,15 +181,15 @@ def test_nothing_a_program_leaves_reaches_the_next_one_or_the_graders_keys(mode,
 
 HOLD_MEMORY = {
     "memfd": "import os\nheld = 0\n"
-             "try:\n    fd = os.memfd_create('hold')\n    while held < 1024:\n        os.write(fd, b'x' * (1 << 20))\n"
-             "        held += 1\nfinally:\n    print(held, flush=True)\n",
+    "try:\n    fd = os.memfd_create('hold')\n    while held < 1024:\n        os.write(fd, b'x' * (1 << 20))\n"
+    "        held += 1\nfinally:\n    print(held, flush=True)\n",
     "sysv_shm": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nheld = 0\n"
-                "if libc.syscall(29, 0, 1 << 30, 0o1600) >= 0:\n    held = 1024\nprint(held, flush=True)\n"
-                "if not held:\n    raise MemoryError('shmget refused')\n",
+    "if libc.syscall(29, 0, 1 << 30, 0o1600) >= 0:\n    held = 1024\nprint(held, flush=True)\n"
+    "if not held:\n    raise MemoryError('shmget refused')\n",
     "tmpfs_files": "import os\nheld = 0\ntry:\n    while held < 1024:\n"
-                   "        with open(f'/dev/shm/hold{held // 32}', 'ab') as f:\n"
-                   "            f.write(b'x' * (1 << 20))\n        held += 1\n"
-                   "finally:\n    print(held, flush=True)\n",
+    "        with open(f'/dev/shm/hold{held // 32}', 'ab') as f:\n"
+    "            f.write(b'x' * (1 << 20))\n        held += 1\n"
+    "finally:\n    print(held, flush=True)\n",
 }
 """Each tries to hold 1 GB outside its 512 MB address space and prints how many MB it got."""
 
@@ -248,15 +255,32 @@ def test_grader_started_with_umask_077_in_a_hostile_directory_grades_correctly(m
     marker = shared_dir / "marker"
     for module in ("random", "json", "marshal", "reward_fns"):
         (workdir / f"{module}.py").write_text(SHADOWING_MODULE.format(marker=str(marker)))
-    runs = [_run("a, b = map(int, input().split())\nprint(a + b)", [("2 3", "5"), ("1 1", "2")]),
-            _run("class Solution:\n    def twice(self, x):\n        return [2 * x]\n", [("21", "[42]")],
-                 testtype="functional", fn_name="twice"),
-            _run("import random, json\nprint(json.dumps(random.Random(1).random() < 1))", [("", "true")])]
+    runs = [
+        _run("a, b = map(int, input().split())\nprint(a + b)", [("2 3", "5"), ("1 1", "2")]),
+        _run(
+            "class Solution:\n    def twice(self, x):\n        return [2 * x]\n",
+            [("21", "[42]")],
+            testtype="functional",
+            fn_name="twice",
+        ),
+        _run("import random, json\nprint(json.dumps(random.Random(1).random() < 1))", [("", "true")]),
+    ]
     tmpdir = shared_dir / "tmp"
     tmpdir.mkdir(mode=0o777)
-    observed = run_grader_as(mode, runs, umask=0o077, cwd=str(workdir), close_std_fds=True,
-                             env={"TMPDIR": str(tmpdir), "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "latin-1",
-                                  "LANG": "tr_TR.ISO-8859-9", "LC_ALL": "tr_TR.ISO-8859-9"})
+    observed = run_grader_as(
+        mode,
+        runs,
+        umask=0o077,
+        cwd=str(workdir),
+        close_std_fds=True,
+        env={
+            "TMPDIR": str(tmpdir),
+            "PYTHONHASHSEED": "0",
+            "PYTHONIOENCODING": "latin-1",
+            "LANG": "tr_TR.ISO-8859-9",
+            "LC_ALL": "tr_TR.ISO-8859-9",
+        },
+    )
     assert [result["verdict"] for result in observed["results"]] == ["accepted"] * 3, observed["results"]
     assert not marker.exists()
 
@@ -267,26 +291,40 @@ FALSE_NEGATIVES = {
     "scratch files in /tmp": (
         "import os, tempfile\nopen('/tmp/scratch.txt', 'w').write(input())\n"
         "with tempfile.NamedTemporaryFile('w+') as f:\n    f.write('!')\n    f.seek(0)\n    tail = f.read()\n"
-        "print(open('/tmp/scratch.txt').read() + tail)", [("data", "data!")], {}),
+        "print(open('/tmp/scratch.txt').read() + tail)",
+        [("data", "data!")],
+        {},
+    ),
     "multiprocessing spawn": (
         "import multiprocessing as mp\ndef square(x):\n    return x * x\n"
         "if __name__ == '__main__':\n    with mp.get_context('spawn').Pool(2) as pool:\n"
-        "        print(sum(pool.map(square, range(int(input())))))", [("10", "285")], {}),
+        "        print(sum(pool.map(square, range(int(input())))))",
+        [("10", "285")],
+        {},
+    ),
     "multiprocessing forkserver": (
         "import multiprocessing as mp\ndef square(x):\n    return x * x\n"
         "if __name__ == '__main__':\n    with mp.get_context('forkserver').Pool(2) as pool:\n"
-        "        print(sum(pool.map(square, range(int(input())))))", [("10", "285")], {}),
+        "        print(sum(pool.map(square, range(int(input())))))",
+        [("10", "285")],
+        {},
+    ),
     "open('/dev/stdin')": ("print(sum(map(int, open('/dev/stdin').read().split())))", [("1 2\n3", "6")], {}),
     "U+2028 and U+0085 in a string argument": (
         "class Solution:\n    def size(self, s, t):\n        return [len(s), t]\n",
         [(json.dumps("a\u2028b\x85c", ensure_ascii=False) + "\n" + json.dumps("\u2029"), '[5, "\\u2029"]')],
-        {"testtype": "functional", "fn_name": "size"}),
+        {"testtype": "functional", "fn_name": "size"},
+    ),
     "integer results past 4,300 digits": (
-        "def power(n):\n    return [10 ** n, n]\n", [("5000", "[1" + "0" * 5000 + ", 5000]")],
-        {"testtype": "functional", "fn_name": "power"}),
+        "def power(n):\n    return [10 ** n, n]\n",
+        [("5000", "[1" + "0" * 5000 + ", 5000]")],
+        {"testtype": "functional", "fn_name": "power"},
+    ),
     "integer arguments past 4,300 digits": (
-        "def last(x):\n    return x % 1000\n", [("1" + "0" * 4999 + "7", "7")],
-        {"testtype": "functional", "fn_name": "last"}),
+        "def last(x):\n    return x % 1000\n",
+        [("1" + "0" * 4999 + "7", "7")],
+        {"testtype": "functional", "fn_name": "last"},
+    ),
 }
 
 
@@ -294,8 +332,10 @@ FALSE_NEGATIVES = {
 def test_programs_a_judge_accepts_are_accepted(mode, run_grader_as):
     runs = [_run(code, tests, **extra) for code, tests, extra in FALSE_NEGATIVES.values()]
     observed = run_grader_as(mode, runs, config={"time_limit_s": 10.0})
-    verdicts = {name: (result["verdict"], result["detail"][-300:])
-                for name, result in zip(FALSE_NEGATIVES, observed["results"], strict=True)}
+    verdicts = {
+        name: (result["verdict"], result["detail"][-300:])
+        for name, result in zip(FALSE_NEGATIVES, observed["results"], strict=True)
+    }
     assert all(verdict == "accepted" for verdict, _ in verdicts.values()), verdicts
 
 
@@ -318,8 +358,9 @@ print("done")
 
 @pytest.mark.parametrize("mode", MODES)
 def test_memory_split_over_several_processes_is_memory_limit(mode, run_grader_as):
-    observed = run_grader_as(mode, [_run(SPLIT_MEMORY, [("", "done")]), _run(*PROBE)],
-                             config={"memory_limit_mb": 256, "time_limit_s": 20.0})
+    observed = run_grader_as(
+        mode, [_run(SPLIT_MEMORY, [("", "done")]), _run(*PROBE)], config={"memory_limit_mb": 256, "time_limit_s": 20.0}
+    )
     assert observed["results"][0]["verdict"] == "memory_limit", observed["results"][0]
     assert "together" in observed["results"][0]["detail"]
     assert observed["results"][1]["verdict"] == "accepted"
@@ -348,8 +389,12 @@ def test_the_syscall_filter_holds_on_a_node_without_namespaces(mode, run_grader_
     """seccomp needs no namespace: keyrings, SysV memory, memfd, ptrace, new namespaces stay refused."""
     disable = "namespaces" if mode == "root" else "user_namespace"
     secret = secrets.token_hex(16)
-    observed = run_grader_as(mode, [_run(REFUSED_WITHOUT_NAMESPACES, [("", "")], raw=True)],
-                             env={"NOUSCODER_SANDBOX_DISABLE": disable}, grader_key=secret)
+    observed = run_grader_as(
+        mode,
+        [_run(REFUSED_WITHOUT_NAMESPACES, [("", "")], raw=True)],
+        env={"NOUSCODER_SANDBOX_DISABLE": disable},
+        grader_key=secret,
+    )
     report = json.loads(observed["report"])
     assert report["seccomp"] and not report["mount_namespace"], report
     refused = eval(observed["results"][0]["stdout"])

@@ -79,8 +79,13 @@ def test_stops_at_first_failure_and_counts_passed_tests(grade):
 
 
 def test_tests_run_longest_input_first(grade):
-    ground_truth = {"tests": [{"input": "1", "output": "short"}, {"input": "1" * 100, "output": "long"},
-                              {"input": "1" * 10, "output": "medium"}]}
+    ground_truth = {
+        "tests": [
+            {"input": "1", "output": "short"},
+            {"input": "1" * 100, "output": "long"},
+            {"input": "1" * 10, "output": "medium"},
+        ]
+    }
     problem = Problem.from_ground_truth(ground_truth)
     code = "n = len(input())\nprint('long' if n == 100 else 'medium' if n == 10 else 'wrong')"
     result = grade(code, [(test.input, test.output) for test in problem.tests])

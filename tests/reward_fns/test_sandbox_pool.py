@@ -25,8 +25,13 @@ def _doubling_problem(value: int) -> Problem:
 
 def test_grade_many_streams_results_in_input_order():
     programs = [DOUBLE, CRASH, WRONG, "def f(:", DOUBLE] * 4
-    expected = [Verdict.ACCEPTED, Verdict.RUNTIME_ERROR, Verdict.WRONG_ANSWER, Verdict.COMPILE_ERROR,
-                Verdict.ACCEPTED] * 4
+    expected = [
+        Verdict.ACCEPTED,
+        Verdict.RUNTIME_ERROR,
+        Verdict.WRONG_ANSWER,
+        Verdict.COMPILE_ERROR,
+        Verdict.ACCEPTED,
+    ] * 4
     with GraderPool(workers=3, config=GraderConfig(time_limit_s=5)) as pool:
         results = list(pool.grade_many((code, _doubling_problem(index)) for index, code in enumerate(programs)))
     assert [result.verdict for result in results] == expected

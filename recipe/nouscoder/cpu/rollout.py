@@ -474,4 +474,3 @@ class CPUServerAdapter(BaseRollout):
                 f"hf_cpu replica {self.replica_rank}: {len(state)} tensors loaded as weight version {version} "
                 f"(step {global_steps}) in {time.perf_counter() - start:.2f}s"
             )
-

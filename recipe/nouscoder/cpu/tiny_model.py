@@ -123,7 +123,9 @@ def is_built(out_dir: Path) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument(
         "--data", type=Path, nargs="+", required=True, help="parquet files whose prompts train the tokenizer"
     )

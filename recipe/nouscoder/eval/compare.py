@@ -30,8 +30,9 @@ def load_pass1(path: Path) -> dict[str, float]:
     return {str(row["problem_id"]): float(row["pass@1"]) for row in rows}
 
 
-def compare(base: dict[str, float], trained: dict[str, float], resamples: int = 10_000, confidence: float = 0.95,
-            seed: int = 0) -> dict[str, Any]:
+def compare(
+    base: dict[str, float], trained: dict[str, float], resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, Any]:
     """Paired comparison over the shared problems.
 
     Raises:
@@ -52,8 +53,9 @@ def compare(base: dict[str, float], trained: dict[str, float], resamples: int = 
         "difference": sum(deltas.values()) / len(shared),
         "ci": {"low": low, "high": high, "confidence": confidence, "resamples": resamples, "seed": seed},
         "gains": [{"problem_id": p, "base": base[p], "trained": trained[p], "delta": d} for p, d in ordered if d > 0],
-        "losses": [{"problem_id": p, "base": base[p], "trained": trained[p], "delta": d}
-                   for p, d in reversed(ordered) if d < 0],
+        "losses": [
+            {"problem_id": p, "base": base[p], "trained": trained[p], "delta": d} for p, d in reversed(ordered) if d < 0
+        ],
         "unchanged": sum(1 for d in deltas.values() if d == 0),
     }
 
@@ -61,21 +63,30 @@ def compare(base: dict[str, float], trained: dict[str, float], resamples: int = 
 def markdown(result: dict[str, Any], base_name: str, trained_name: str, top: int = 20) -> str:
     ci = result["ci"]
     lines = [
-        "# LiveCodeBench comparison", "",
-        f"A = `{base_name}`, B = `{trained_name}`, {result['problems']} shared problems.", "",
-        "| | pass@1 |", "|---|---|",
-        f"| A | {100 * result['base_pass_at_1']:.2f}% |", f"| B | {100 * result['trained_pass_at_1']:.2f}% |",
+        "# LiveCodeBench comparison",
+        "",
+        f"A = `{base_name}`, B = `{trained_name}`, {result['problems']} shared problems.",
+        "",
+        "| | pass@1 |",
+        "|---|---|",
+        f"| A | {100 * result['base_pass_at_1']:.2f}% |",
+        f"| B | {100 * result['trained_pass_at_1']:.2f}% |",
         f"| B - A | {100 * result['difference']:+.2f} points, {100 * ci['confidence']:.0f}% CI "
         f"[{100 * ci['low']:+.2f}, {100 * ci['high']:+.2f}] (paired bootstrap, {ci['resamples']} resamples, "
-        f"seed {ci['seed']}) |", "",
+        f"seed {ci['seed']}) |",
+        "",
         f"Problems gained: {len(result['gains'])}, lost: {len(result['losses'])}, unchanged: {result['unchanged']}.",
     ]
     if result["only_in_base"] or result["only_in_trained"]:
-        lines += ["", f"Left out (in one run only): {len(result['only_in_base'])} of A, "
-                  f"{len(result['only_in_trained'])} of B."]
+        lines += [
+            "",
+            f"Left out (in one run only): {len(result['only_in_base'])} of A, {len(result['only_in_trained'])} of B.",
+        ]
     for title, rows in (("Largest gains", result["gains"]), ("Largest losses", result["losses"])):
         lines += ["", f"## {title}", "", "| problem | A pass@1 | B pass@1 | delta |", "|---|---|---|---|"]
-        lines += [f"| {r['problem_id']} | {r['base']:.3f} | {r['trained']:.3f} | {r['delta']:+.3f} |" for r in rows[:top]]
+        lines += [
+            f"| {r['problem_id']} | {r['base']:.3f} | {r['trained']:.3f} | {r['delta']:+.3f} |" for r in rows[:top]
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -71,7 +71,9 @@ class GenerationSettings:
         return None
 
     def effective_hf_overrides(self) -> dict[str, Any]:
-        overrides = yarn_hf_overrides(self.yarn_factor, self.original_max_position_embeddings) if self.yarn_factor else {}
+        overrides = (
+            yarn_hf_overrides(self.yarn_factor, self.original_max_position_embeddings) if self.yarn_factor else {}
+        )
         return {**overrides, **self.hf_overrides}
 
     def fingerprint(self) -> dict[str, Any]:
@@ -197,8 +199,9 @@ def read_generations(cache_dir: Path) -> dict[SampleKey, dict[str, Any]]:
     return read_records(sorted(cache_dir.glob(RANK_FILE_PATTERN)))
 
 
-def run_rank(rank: int, requests: Sequence[Request], settings: GenerationSettings, cache_dir: Path,
-             make_engine: EngineFactory) -> None:
+def run_rank(
+    rank: int, requests: Sequence[Request], settings: GenerationSettings, cache_dir: Path, make_engine: EngineFactory
+) -> None:
     """Generate ``requests`` on one engine, appending each chunk's samples to ``rank-<rank>.jsonl``."""
     if not requests:
         return
@@ -216,8 +219,10 @@ def run_rank(rank: int, requests: Sequence[Request], settings: GenerationSetting
 def _chunk_records(chunk: Sequence[Request], engine: Engine, settings: GenerationSettings) -> list[dict[str, Any]]:
     """Cache lines of one chunk: one generation per request, or (multi-turn) one finished conversation each."""
     if settings.multi_turn is None:
-        return [generation_record(request, generation)
-                for request, generation in zip(chunk, engine.generate(chunk, settings), strict=True)]
+        return [
+            generation_record(request, generation)
+            for request, generation in zip(chunk, engine.generate(chunk, settings), strict=True)
+        ]
     from recipe.nouscoder.eval import multi_turn
     from recipe.nouscoder.multi_turn.public_tests import LocalPublicGrader
 
@@ -237,8 +242,14 @@ def visible_gpus() -> list[str]:
     return [str(index) for index in range(torch.cuda.device_count())]
 
 
-def _rank_main(rank: int, gpus: list[str], requests: list[Request], settings: GenerationSettings,
-               cache_dir: Path, make_engine: EngineFactory) -> None:
+def _rank_main(
+    rank: int,
+    gpus: list[str],
+    requests: list[Request],
+    settings: GenerationSettings,
+    cache_dir: Path,
+    make_engine: EngineFactory,
+) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(gpus)
     run_rank(rank, requests, settings, cache_dir, make_engine)
 
@@ -258,8 +269,12 @@ def data_parallel_ranks(settings: GenerationSettings, gpus: Sequence[str]) -> in
     return ranks
 
 
-def generate_missing(problems: Sequence[EvalProblem], settings: GenerationSettings, cache_dir: Path,
-                     make_engine: EngineFactory | None = None) -> int:
+def generate_missing(
+    problems: Sequence[EvalProblem],
+    settings: GenerationSettings,
+    cache_dir: Path,
+    make_engine: EngineFactory | None = None,
+) -> int:
     """Sample every missing ``(problem, index < n)`` into ``cache_dir``; returns how many were generated.
 
     ``make_engine`` (default ``VllmEngine``; a fake one in tests) must be a picklable top-level callable when
@@ -280,8 +295,9 @@ def generate_missing(problems: Sequence[EvalProblem], settings: GenerationSettin
     workers = []
     for rank, shard in enumerate(shard_by_problem(requests, ranks)):
         own = gpus[rank * settings.tensor_parallel_size : (rank + 1) * settings.tensor_parallel_size]
-        worker = context.Process(target=_rank_main, args=(rank, own, shard, settings, cache_dir, make_engine),
-                                 name=f"lcb-rank-{rank}")
+        worker = context.Process(
+            target=_rank_main, args=(rank, own, shard, settings, cache_dir, make_engine), name=f"lcb-rank-{rank}"
+        )
         worker.start()
         workers.append(worker)
     for worker in workers:
@@ -334,14 +350,22 @@ class VllmEngine:
         return continue_with_user_turn(self._turn_builder, token_ids, messages, content)
 
     def generate(self, requests: Sequence[Request], settings: GenerationSettings) -> list[Generation]:
-        prompts = [list(request.prompt_token_ids) if request.prompt_token_ids is not None
-                   else self.prompt_ids(request.messages) for request in requests]
+        prompts = [
+            list(request.prompt_token_ids)
+            if request.prompt_token_ids is not None
+            else self.prompt_ids(request.messages)
+            for request in requests
+        ]
         params = [
             self._sampling_params(
                 temperature=settings.temperature,
                 top_p=settings.top_p,
-                max_tokens=max(1, min(settings.max_tokens, request.max_tokens or settings.max_tokens,
-                                      self.max_model_len - len(prompt))),
+                max_tokens=max(
+                    1,
+                    min(
+                        settings.max_tokens, request.max_tokens or settings.max_tokens, self.max_model_len - len(prompt)
+                    ),
+                ),
                 seed=request_seed(settings.seed, request.problem_id, request.sample_index, request.turn),
             )
             for request, prompt in zip(requests, prompts, strict=True)
@@ -350,8 +374,11 @@ class VllmEngine:
         generations = []
         for prompt, output in zip(prompts, outputs, strict=True):
             sample = output.outputs[0]
-            generations.append(Generation(sample.text, len(sample.token_ids), str(sample.finish_reason), len(prompt),
-                                          tuple(sample.token_ids)))
+            generations.append(
+                Generation(
+                    sample.text, len(sample.token_ids), str(sample.finish_reason), len(prompt), tuple(sample.token_ids)
+                )
+            )
         return generations
 
 
@@ -373,5 +400,8 @@ def keep_rope_theta(overrides: dict[str, Any], model: str) -> dict[str, Any]:
 
 def settings_dict(settings: GenerationSettings) -> dict[str, Any]:
     """Every setting, for the report."""
-    return {**asdict(settings), "effective_max_model_len": settings.effective_max_model_len(),
-            "effective_hf_overrides": settings.effective_hf_overrides()}
+    return {
+        **asdict(settings),
+        "effective_max_model_len": settings.effective_max_model_len(),
+        "effective_hf_overrides": settings.effective_hf_overrides(),
+    }

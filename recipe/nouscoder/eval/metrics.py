@@ -117,7 +117,6 @@ def breakdown(
     }
 
 
-
 def verdict_counts(problems: Sequence[ProblemResult]) -> dict[str, int]:
     """Samples per verdict, most frequent first."""
     counts = Counter(sample.verdict for problem in problems for sample in problem.samples)
@@ -140,8 +139,9 @@ def length_stats(problems: Sequence[ProblemResult]) -> dict[str, float | int | N
     return stats
 
 
-def bootstrap_mean_ci(values: Sequence[float], resamples: int = 10_000, confidence: float = 0.95,
-                      seed: int = 0) -> tuple[float, float]:
+def bootstrap_mean_ci(
+    values: Sequence[float], resamples: int = 10_000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (Efron & Tibshirani 1993, ch. 13), problems
     resampled with replacement ``resamples`` times from a seeded generator."""
     array = np.asarray(values, dtype=np.float64)

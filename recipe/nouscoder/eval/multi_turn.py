@@ -62,8 +62,11 @@ class Conversation:
         program = self.trajectory.final_program
         if program is None:
             return self.texts[-1]
-        return next(text for turn, text in zip(reversed(self.trajectory.turns), reversed(self.texts), strict=True)
-                    if turn.program == program)
+        return next(
+            text
+            for turn, text in zip(reversed(self.trajectory.turns), reversed(self.texts), strict=True)
+            if turn.program == program
+        )
 
     def record(self) -> dict[str, Any]:
         """A generation-cache line: the single-turn fields for the final program, plus the first turn and the record."""
@@ -92,28 +95,41 @@ def start(first: Any, options: MultiTurnOptions, engine: Any) -> Conversation:
     return Conversation(first, public, trajectory, list(first.messages), prompt, len(prompt))
 
 
-def continue_with_user_turn(builder: Any, token_ids: Sequence[int], messages: Sequence[dict[str, str]],
-                            content: str) -> list[int]:
+def continue_with_user_turn(
+    builder: Any, token_ids: Sequence[int], messages: Sequence[dict[str, str]], content: str
+) -> list[int]:
     """``token_ids`` + the user turn ``content`` + the generation prompt: verl's continuous-token merge, the call the
     training agent loop makes (``AgentLoopBase.ct_merge_context_msg``); ``builder`` is verl's builder of the model."""
     updated = [*messages, {"role": "user", "content": content}]
     return builder.merge_context_tokens(list(messages), updated, list(token_ids)).token_ids
 
 
-def converse(conversations: Sequence[Conversation], engine: Any, settings: Any, grader: PublicGrader,
-             budget: int) -> None:
+def converse(
+    conversations: Sequence[Conversation], engine: Any, settings: Any, grader: PublicGrader, budget: int
+) -> None:
     """Run every conversation to its end: one ``engine.generate`` per turn for all that are still going."""
     options: MultiTurnOptions = settings.multi_turn
     active = list(conversations)
     while active:
-        requests = [replace(c.first, messages=tuple(c.messages), prompt_token_ids=tuple(c.token_ids),
-                            max_tokens=budget - c.tokens_used, turn=len(c.trajectory.turns)) for c in active]
+        requests = [
+            replace(
+                c.first,
+                messages=tuple(c.messages),
+                prompt_token_ids=tuple(c.token_ids),
+                max_tokens=budget - c.tokens_used,
+                turn=len(c.trajectory.turns),
+            )
+            for c in active
+        ]
         checking = []
         for conversation, generation in zip(active, engine.generate(requests, settings), strict=True):
             conversation.token_ids.extend(generation.token_ids)
             trajectory = conversation.trajectory
-            turn = Turn(extract_code(generation.text), generation.response_tokens,
-                        done=bool(trajectory.turns) and is_done_reply(generation.text, options))
+            turn = Turn(
+                extract_code(generation.text),
+                generation.response_tokens,
+                done=bool(trajectory.turns) and is_done_reply(generation.text, options),
+            )
             trajectory.turns.append(turn)
             conversation.texts.append(generation.text)
             conversation.finish_reason = generation.finish_reason
@@ -150,8 +166,13 @@ def _after_check(conversation: Conversation, check, engine: Any, grader: PublicG
     trajectory.feedback_tokens += added
 
 
-def multi_turn_summary(records: Sequence[dict[str, Any]], final_verdicts: dict, first_verdicts: dict,
-                       single_turn_pass: dict[str, float], multi_turn_pass: dict[str, float]) -> dict[str, Any]:
+def multi_turn_summary(
+    records: Sequence[dict[str, Any]],
+    final_verdicts: dict,
+    first_verdicts: dict,
+    single_turn_pass: dict[str, float],
+    multi_turn_pass: dict[str, float],
+) -> dict[str, Any]:
     """``summary.multi_turn`` of ``results.json``: both scores and the ``multi_turn/*`` metrics of the samples.
 
     ``*_verdicts`` map ``(problem_id, sample_index)`` to the hidden-test verdict of the final / first program.
@@ -161,7 +182,9 @@ def multi_turn_summary(records: Sequence[dict[str, Any]], final_verdicts: dict, 
         key = (record["problem_id"], record["sample_index"])
         trajectory = dict(record[TRAJECTORY_KEY])
         trajectory["first_turn_hidden_accepted"] = first_verdicts[key] == "accepted"
-        extra_fields.append({TRAJECTORY_KEY: trajectory, "reward_extra_info": {"acc": final_verdicts[key] == "accepted"}})
+        extra_fields.append(
+            {TRAJECTORY_KEY: trajectory, "reward_extra_info": {"acc": final_verdicts[key] == "accepted"}}
+        )
     metrics = multi_turn_metrics(extra_fields)
     return {
         "single_turn_pass_at_k": single_turn_pass,

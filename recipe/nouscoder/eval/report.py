@@ -33,14 +33,33 @@ class PublishedResult:
 
 
 PUBLISHED = (
-    PublishedResult("Qwen3-14B (no RL)", "LCB v6, 2024-08-01 to 2025-05-01 (454)", "40,960", 60.79, 75.11,
-                    "NousCoder blog, Tables 1-2"),
-    PublishedResult("NousCoder-14B (DAPO)", "LCB v6, 2024-08-01 to 2025-05-01 (454)", "81,920 (YaRN x2)", 67.87, 78.41,
-                    "NousCoder blog, Tables 1-2"),
-    PublishedResult("NousCoder-14B (DAPO)", "LCB v6, 2024-08-01 to 2025-05-01 (454)", "40,960", 63.35, 79.52,
-                    "NousCoder blog, Tables 1-2"),
-    PublishedResult("DeepCoder-14B-Preview", "LCB v5, 2024-08-01 to 2025-02-01", "64K", 60.6, None,
-                    "DeepCoder-14B model card"),
+    PublishedResult(
+        "Qwen3-14B (no RL)",
+        "LCB v6, 2024-08-01 to 2025-05-01 (454)",
+        "40,960",
+        60.79,
+        75.11,
+        "NousCoder blog, Tables 1-2",
+    ),
+    PublishedResult(
+        "NousCoder-14B (DAPO)",
+        "LCB v6, 2024-08-01 to 2025-05-01 (454)",
+        "81,920 (YaRN x2)",
+        67.87,
+        78.41,
+        "NousCoder blog, Tables 1-2",
+    ),
+    PublishedResult(
+        "NousCoder-14B (DAPO)",
+        "LCB v6, 2024-08-01 to 2025-05-01 (454)",
+        "40,960",
+        63.35,
+        79.52,
+        "NousCoder blog, Tables 1-2",
+    ),
+    PublishedResult(
+        "DeepCoder-14B-Preview", "LCB v5, 2024-08-01 to 2025-02-01", "64K", 60.6, None, "DeepCoder-14B model card"
+    ),
 )
 """Published pass@1 / Pass@G (G = 8) in percent."""
 
@@ -63,8 +82,14 @@ def problem_row(problem: ProblemResult, ks: Sequence[int], length_unit: str) -> 
     }
 
 
-def write_results(out_dir: Path, summary: dict[str, Any], settings: dict[str, Any],
-                  problems: Sequence[ProblemResult], ks: Sequence[int], length_unit: str) -> Path:
+def write_results(
+    out_dir: Path,
+    summary: dict[str, Any],
+    settings: dict[str, Any],
+    problems: Sequence[ProblemResult],
+    ks: Sequence[int],
+    length_unit: str,
+) -> Path:
     """``results.json``: settings, the summary metrics and one entry per problem (used by ``compare``)."""
     rows = [problem_row(problem, ks, length_unit) for problem in problems]
     path = out_dir / "results.json"
@@ -82,8 +107,12 @@ def _percent(value: float | None) -> str:
 
 def _breakdown_table(title: str, groups: dict[str, dict[str, Any]], ks: Sequence[int]) -> list[str]:
     shown = [str(k) for k in ks]
-    lines = [f"### {title}", "", "| group | problems | " + " | ".join(f"pass@{k}" for k in shown) + " |",
-             "|---|---|" + "---|" * len(shown)]
+    lines = [
+        f"### {title}",
+        "",
+        "| group | problems | " + " | ".join(f"pass@{k}" for k in shown) + " |",
+        "|---|---|" + "---|" * len(shown),
+    ]
     for name, group in groups.items():
         values = " | ".join(_percent(group["pass_at_k"][k]) for k in shown)
         lines.append(f"| {name} | {group['problems']} | {values} |")
@@ -94,8 +123,11 @@ def _coverage_warning(summary: dict[str, Any], settings: dict[str, Any]) -> list
     in_data = settings.get("problems_in_data", summary["problems"])
     if in_data == summary["problems"]:
         return []
-    return [f"**Only {summary['problems']} of the {in_data} problems of the data were evaluated (--allow-missing): "
-            "not comparable with a full run.**", ""]
+    return [
+        f"**Only {summary['problems']} of the {in_data} problems of the data were evaluated (--allow-missing): "
+        "not comparable with a full run.**",
+        "",
+    ]
 
 
 def _multi_turn_section(summary: dict[str, Any]) -> list[str]:
@@ -105,15 +137,26 @@ def _multi_turn_section(summary: dict[str, Any]) -> list[str]:
         return []
     shown = list(multi["multi_turn_pass_at_k"])
     metrics = multi["metrics"]
-    hist = ", ".join(f"{name.removeprefix('turns/hist_')} turns {_percent(value)}"
-                     for name, value in metrics.items() if name.startswith("turns/hist_"))
-    public = ", ".join(f"turn {name.removeprefix('public_pass_rate/turn_')} {_percent(value)}"
-                       for name, value in metrics.items() if name.startswith("public_pass_rate/"))
-    stops = ", ".join(f"{name.removeprefix('stop_reason/')} {int(value)}"
-                      for name, value in metrics.items() if name.startswith("stop_reason/") and value)
+    hist = ", ".join(
+        f"{name.removeprefix('turns/hist_')} turns {_percent(value)}"
+        for name, value in metrics.items()
+        if name.startswith("turns/hist_")
+    )
+    public = ", ".join(
+        f"turn {name.removeprefix('public_pass_rate/turn_')} {_percent(value)}"
+        for name, value in metrics.items()
+        if name.startswith("public_pass_rate/")
+    )
+    stops = ", ".join(
+        f"{name.removeprefix('stop_reason/')} {int(value)}"
+        for name, value in metrics.items()
+        if name.startswith("stop_reason/") and value
+    )
     return [
-        "## Single-turn vs multi-turn (public-test feedback)", "",
-        "| programs graded | " + " | ".join(f"pass@{k}" for k in shown) + " |", "|---|" + "---|" * len(shown),
+        "## Single-turn vs multi-turn (public-test feedback)",
+        "",
+        "| programs graded | " + " | ".join(f"pass@{k}" for k in shown) + " |",
+        "|---|" + "---|" * len(shown),
         "| first turn (single-turn) | " + " | ".join(_percent(multi["single_turn_pass_at_k"][k]) for k in shown) + " |",
         "| final turn (multi-turn) | " + " | ".join(_percent(multi["multi_turn_pass_at_k"][k]) for k in shown) + " |",
         "",
@@ -151,30 +194,62 @@ def markdown_report(summary: dict[str, Any], settings: dict[str, Any], ks: Seque
     ]
     for published in PUBLISHED:
         pass_g = f"{published.pass_at_g:.2f}%" if published.pass_at_g is not None else "-"
-        lines.append(f"| {published.model} | {published.benchmark} | {published.context} | "
-                     f"{published.pass_at_1:.2f}% | {pass_g} | {published.source} |")
-    lines += ["", "Published numbers are comparable only on the same benchmark window with the same sampling "
-              "settings; a bundled-sample run is a pipeline check, not a score.", "", "## pass@k", "",
-              "| k | " + " | ".join(str(k) for k in ks) + " |", "|---|" + "---|" * len(ks),
-              "| pass@k | " + " | ".join(_percent(summary["pass_at_k"][str(k)]) for k in ks) + " |", ""]
+        lines.append(
+            f"| {published.model} | {published.benchmark} | {published.context} | "
+            f"{published.pass_at_1:.2f}% | {pass_g} | {published.source} |"
+        )
+    lines += [
+        "",
+        "Published numbers are comparable only on the same benchmark window with the same sampling "
+        "settings; a bundled-sample run is a pipeline check, not a score.",
+        "",
+        "## pass@k",
+        "",
+        "| k | " + " | ".join(str(k) for k in ks) + " |",
+        "|---|" + "---|" * len(ks),
+        "| pass@k | " + " | ".join(_percent(summary["pass_at_k"][str(k)]) for k in ks) + " |",
+        "",
+    ]
     lines += _multi_turn_section(summary)
     lines += _breakdown_table("By difficulty", summary["by_difficulty"], ks)
     lines += _breakdown_table("By platform", summary["by_platform"], ks)
     lines += _breakdown_table("By contest month", summary["by_contest_month"], ks)
     length = summary["length"]
-    lines += ["## Verdicts, truncation, length", "",
-              f"Overlong (truncated at the token limit): {_percent(summary['overlong_ratio'])} of samples.", "",
-              "| verdict | samples |", "|---|---|"]
+    lines += [
+        "## Verdicts, truncation, length",
+        "",
+        f"Overlong (truncated at the token limit): {_percent(summary['overlong_ratio'])} of samples.",
+        "",
+        "| verdict | samples |",
+        "|---|---|",
+    ]
     lines += [f"| {verdict} | {count} |" for verdict, count in summary["verdicts"].items()]
-    mean = {name: (f"{length[name + '_mean']:.1f}" if length[name + "_mean"] is not None else "-")
-            for name in ("correct", "incorrect")}
-    lines += ["", f"Mean length ({length_unit}): correct {mean['correct']} ({length['correct_count']} samples), "
-              f"incorrect {mean['incorrect']} ({length['incorrect_count']} samples).", ""]
+    mean = {
+        name: (f"{length[name + '_mean']:.1f}" if length[name + "_mean"] is not None else "-")
+        for name in ("correct", "incorrect")
+    }
+    lines += [
+        "",
+        f"Mean length ({length_unit}): correct {mean['correct']} ({length['correct_count']} samples), "
+        f"incorrect {mean['incorrect']} ({length['incorrect_count']} samples).",
+        "",
+    ]
     if summary["verdicts"].get("internal_error"):
-        lines += [f"**Warning: {summary['verdicts']['internal_error']} samples are `internal_error` (grader or data "
-                  "failure, not the model's); they count as incorrect. See `graded.jsonl`.**", ""]
-    lines += ["## Settings", "", "```json", json.dumps(settings, indent=2), "```", "",
-              "Plots: `pass1_by_difficulty.png`, `length_hist.png`, `pass_at_k.png`.", ""]
+        lines += [
+            f"**Warning: {summary['verdicts']['internal_error']} samples are `internal_error` (grader or data "
+            "failure, not the model's); they count as incorrect. See `graded.jsonl`.**",
+            "",
+        ]
+    lines += [
+        "## Settings",
+        "",
+        "```json",
+        json.dumps(settings, indent=2),
+        "```",
+        "",
+        "Plots: `pass1_by_difficulty.png`, `length_hist.png`, `pass_at_k.png`.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -185,8 +260,12 @@ def plot_pass1_by_difficulty(summary: dict[str, Any], path: Path) -> None:
     figure, axes = plt.subplots(figsize=(6, 4))
     bars = axes.bar([f"{name}\n({groups[name]['problems']} problems)" for name in names], values, color="tab:blue")
     axes.bar_label(bars, labels=[f"{value:.1f}%" for value in values])
-    axes.axhline(100 * summary["pass_at_k"]["1"], color="gray", linestyle="--",
-                 label=f"all: {100 * summary['pass_at_k']['1']:.1f}%")
+    axes.axhline(
+        100 * summary["pass_at_k"]["1"],
+        color="gray",
+        linestyle="--",
+        label=f"all: {100 * summary['pass_at_k']['1']:.1f}%",
+    )
     axes.set_ylim(0, 105)
     axes.set_ylabel("pass@1 (%)")
     axes.set_title("pass@1 by difficulty")
@@ -205,8 +284,14 @@ def plot_length_histograms(problems: Sequence[ProblemResult], length_unit: str, 
     for lengths, label, color in ((correct, "correct", "tab:green"), (incorrect, "incorrect", "tab:red")):
         if lengths:
             mean = sum(lengths) / len(lengths)
-            axes.hist(lengths, bins=bins, range=(min(everything), max(everything)), alpha=0.5, color=color,
-                      label=f"{label} ({len(lengths)}, mean {mean:.0f})")
+            axes.hist(
+                lengths,
+                bins=bins,
+                range=(min(everything), max(everything)),
+                alpha=0.5,
+                color=color,
+                label=f"{label} ({len(lengths)}, mean {mean:.0f})",
+            )
             axes.axvline(mean, color=color, linestyle="--")
     axes.set_xlabel(f"response length ({length_unit})")
     axes.set_ylabel("samples")
@@ -235,8 +320,14 @@ def plot_pass_at_k(problems: Sequence[ProblemResult], max_k: int, path: Path) ->
     plt.close(figure)
 
 
-def write_report(out_dir: Path, summary: dict[str, Any], settings: dict[str, Any],
-                 problems: Sequence[ProblemResult], ks: Sequence[int], length_unit: str) -> list[Path]:
+def write_report(
+    out_dir: Path,
+    summary: dict[str, Any],
+    settings: dict[str, Any],
+    problems: Sequence[ProblemResult],
+    ks: Sequence[int],
+    length_unit: str,
+) -> list[Path]:
     """Every output file; returns their paths."""
     paths = [write_results(out_dir, summary, settings, problems, ks, length_unit), out_dir / "per_problem.csv"]
     report = out_dir / "report.md"

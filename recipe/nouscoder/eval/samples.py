@@ -40,8 +40,15 @@ class Sample:
     def from_record(cls, record: dict[str, Any], sample_index: int) -> Sample:
         tokens = record.get("response_tokens")
         truncated = bool(record.get("truncated", False)) or record.get("finish_reason") == "length"
-        return cls(str(record["problem_id"]), sample_index, record["completion"], tokens, truncated,
-                   record.get("first_completion"), record.get("multi_turn"))
+        return cls(
+            str(record["problem_id"]),
+            sample_index,
+            record["completion"],
+            tokens,
+            truncated,
+            record.get("first_completion"),
+            record.get("multi_turn"),
+        )
 
     def first_turn(self) -> Sample:
         """The first turn of a multi-turn sample as a sample of its own (its single-turn answer).
@@ -50,7 +57,11 @@ class Sample:
         """
         record = self.multi_turn or {}
         tokens = (record.get("turn_tokens") or [None])[0]
-        cut = record.get("turns") == 1 and record.get("stop_reason") == "token_budget" and not record.get("public_verdicts", [None])[0]
+        cut = (
+            record.get("turns") == 1
+            and record.get("stop_reason") == "token_budget"
+            and not record.get("public_verdicts", [None])[0]
+        )
         return Sample(self.problem_id, self.sample_index, self.first_completion or "", tokens, cut)
 
 

@@ -97,7 +97,9 @@ class PublicTestFeedbackAgentLoop(AgentLoopBase):
                 )
             self._merge_server_fields(extra_fields, output, known_answers, metrics)
             text = await self._append_model_turn(state, output)
-            turn = Turn(extract_code(text), len(output.token_ids), bool(trajectory.turns) and is_done_reply(text, self.options))
+            turn = Turn(
+                extract_code(text), len(output.token_ids), bool(trajectory.turns) and is_done_reply(text, self.options)
+            )
             trajectory.turns.append(turn)
             trajectory.stop_reason = trajectory.stop_before_check(turn, len(state.response_mask) >= self.token_budget)
             if trajectory.stop_reason is not None:
@@ -121,7 +123,9 @@ class PublicTestFeedbackAgentLoop(AgentLoopBase):
             prompt_ids=state.runtime_ids[: state.prompt_length],
             response_ids=state.runtime_ids[state.prompt_length :][: self.response_length],
             response_mask=state.response_mask[: self.response_length],
-            response_logprobs=None if state.response_logprobs is None else state.response_logprobs[: self.response_length],
+            response_logprobs=None
+            if state.response_logprobs is None
+            else state.response_logprobs[: self.response_length],
             num_turns=2 * len(trajectory.turns),
             metrics=metrics,
             extra_fields=extra_fields,
@@ -151,7 +155,9 @@ class PublicTestFeedbackAgentLoop(AgentLoopBase):
             previous, updated, state.runtime_ids, state.response_mask, state.response_logprobs
         )
         added = len(mask) - len(state.response_mask)
-        if not trajectory.room_for_next_turn(len(state.response_mask), added, self.token_budget, self.options.min_turn_tokens):
+        if not trajectory.room_for_next_turn(
+            len(state.response_mask), added, self.token_budget, self.options.min_turn_tokens
+        ):
             trajectory.stop_reason = "token_budget"
             return messages
         state.runtime_ids, state.response_mask, state.response_logprobs = merge.token_ids, mask, logprobs

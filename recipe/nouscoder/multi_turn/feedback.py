@@ -72,7 +72,9 @@ def feedback_message(check: PublicCheck, options: MultiTurnOptions, limits: Grad
     elif check.verdict is Verdict.COMPILE_ERROR:
         headline = "Your program does not compile."
     else:
-        headline = f"Your program failed public test {check.passed + 1} of {check.total}: {_verdict_phrase(check, limits)}."
+        headline = (
+            f"Your program failed public test {check.passed + 1} of {check.total}: {_verdict_phrase(check, limits)}."
+        )
     parts = [headline]
     if options.feedback_format == "full":
         parts.extend(_details(check, options.feedback_field_chars))
@@ -87,9 +89,13 @@ def _details(check: PublicCheck, limit: int) -> list[str]:
     test = check.failed_test
     if test is not None:
         functional = test.testtype == "functional"
-        details.append(("Arguments (one JSON value per line):\n" if functional else "Input:\n") + _fence(_cut(test.input, limit)))
+        details.append(
+            ("Arguments (one JSON value per line):\n" if functional else "Input:\n") + _fence(_cut(test.input, limit))
+        )
         if check.verdict is Verdict.WRONG_ANSWER:
-            details.append(("Expected return value:\n" if functional else "Expected output:\n") + _fence(_cut(test.output, limit)))
+            details.append(
+                ("Expected return value:\n" if functional else "Expected output:\n") + _fence(_cut(test.output, limit))
+            )
             if check.actual_output is not None:
                 label = "Your return value:\n" if functional else "Your output:\n"
                 details.append(label + _fence(_cut(check.actual_output, limit)))

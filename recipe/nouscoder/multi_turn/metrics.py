@@ -83,7 +83,9 @@ def _hidden_pass_rates(rollouts: Sequence[tuple[Mapping[str, Any], Mapping[str, 
     if not graded:
         return {}
     metrics = {PREFIX + "hidden_pass_rate/last_turn": _rate([accepted for _, accepted in graded])}
-    first = [accepted if record[TURNS] == 1 else record.get("first_turn_hidden_accepted") for record, accepted in graded]
+    first = [
+        accepted if record[TURNS] == 1 else record.get("first_turn_hidden_accepted") for record, accepted in graded
+    ]
     if all(value is not None for value in first):
         metrics[PREFIX + "hidden_pass_rate/first_turn"] = _rate([bool(value) for value in first])
     with_feedback = [accepted for record, accepted in graded if record[TURNS] > 1]

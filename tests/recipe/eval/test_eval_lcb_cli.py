@@ -44,13 +44,33 @@ def sample_eval(tmp_path_factory: pytest.TempPathFactory) -> dict:
         correct_counts[problem_id] = correct
         for index in range(N):
             text = reference if index < correct else wrong
-            lines.append({"problem_id": problem_id, "completion": text, "response_tokens": 100 + 10 * index,
-                          "finish_reason": "length" if index == N - 1 and correct == 0 else "stop"})
+            lines.append(
+                {
+                    "problem_id": problem_id,
+                    "completion": text,
+                    "response_tokens": 100 + 10 * index,
+                    "finish_reason": "length" if index == N - 1 and correct == 0 else "stop",
+                }
+            )
     completions = root / "completions.jsonl"
     completions.write_text("".join(json.dumps(line) + "\n" for line in lines))
     out = root / "clean"
-    assert eval_lcb.main(["--completions", str(completions), "--data", str(data), "--out", str(out),
-                          "--workers", "2", *GRADING_FLAGS]) == 0
+    assert (
+        eval_lcb.main(
+            [
+                "--completions",
+                str(completions),
+                "--data",
+                str(data),
+                "--out",
+                str(out),
+                "--workers",
+                "2",
+                *GRADING_FLAGS,
+            ]
+        )
+        == 0
+    )
     return {"root": root, "data": data, "completions": completions, "out": out, "correct": correct_counts}
 
 
@@ -76,13 +96,25 @@ def test_pass_at_k_equals_hand_computed_values(sample_eval: dict) -> None:
     assert summary["overlong_ratio"] == pytest.approx(truncated / (N * count))
     easy = [pid for pid, row in rows.items() if row["difficulty"] == "easy"]
     assert summary["by_difficulty"]["easy"]["pass_at_k"]["1"] == pytest.approx(
-        sum(correct[pid] / N for pid in easy) / len(easy))
+        sum(correct[pid] / N for pid in easy) / len(easy)
+    )
     assert results["settings"]["length_unit"] == "tokens"
 
 
 def test_k_above_n_is_rejected_clearly(sample_eval: dict, capsys: pytest.CaptureFixture) -> None:
-    code = eval_lcb.main(["--completions", str(sample_eval["completions"]), "--data", str(sample_eval["data"]),
-                          "--out", str(sample_eval["out"]), "--k", "1,5", *GRADING_FLAGS])
+    code = eval_lcb.main(
+        [
+            "--completions",
+            str(sample_eval["completions"]),
+            "--data",
+            str(sample_eval["data"]),
+            "--out",
+            str(sample_eval["out"]),
+            "--k",
+            "1,5",
+            *GRADING_FLAGS,
+        ]
+    )
     assert code == 2
     assert "k=[5]" in capsys.readouterr().err
 
@@ -92,8 +124,22 @@ def test_n_selects_the_first_samples(sample_eval: dict) -> None:
     out.mkdir()
     for name in ("graded.jsonl", "graded.settings.json"):  # the clean run's grades are reused: nothing is regraded
         shutil.copy(sample_eval["out"] / name, out / name)
-    assert eval_lcb.main(["--completions", str(sample_eval["completions"]), "--data", str(sample_eval["data"]),
-                          "--out", str(out), "--n", "2", *GRADING_FLAGS]) == 0
+    assert (
+        eval_lcb.main(
+            [
+                "--completions",
+                str(sample_eval["completions"]),
+                "--data",
+                str(sample_eval["data"]),
+                "--out",
+                str(out),
+                "--n",
+                "2",
+                *GRADING_FLAGS,
+            ]
+        )
+        == 0
+    )
     rows = {row["problem_id"]: row for row in json.loads((out / "results.json").read_text())["problems"]}
     for problem_id, c in sample_eval["correct"].items():
         assert rows[problem_id]["n"] == 2
@@ -155,7 +201,17 @@ def test_missing_problems_and_unknown_ids_are_errors(sample_eval: dict, capsys: 
     assert "Only 1 of the 16 problems" in (sample_eval["root"] / "partial" / "report.md").read_text()
     stray = sample_eval["root"] / "stray.jsonl"
     stray.write_text(json.dumps({"problem_id": "not_a_problem", "completion": "x"}) + "\n")
-    assert eval_lcb.main(["--completions", str(stray), "--data", str(sample_eval["data"]),
-                          "--out", str(sample_eval["root"] / "stray")]) == 2
+    assert (
+        eval_lcb.main(
+            [
+                "--completions",
+                str(stray),
+                "--data",
+                str(sample_eval["data"]),
+                "--out",
+                str(sample_eval["root"] / "stray"),
+            ]
+        )
+        == 2
+    )
     assert "not in --data" in capsys.readouterr().err
-

@@ -50,11 +50,22 @@ class ScriptedEngine:
 
 
 def write_data(tmp_path):
-    rows = [{"data_source": "livecodebench", "prompt": [{"role": "user", "content": f"double the number {i}"}],
-             "ability": "code", "reward_model": {"style": "rule", "ground_truth": HIDDEN},
-             "extra_info": {"problem_id": f"p_{i}", "difficulty": "easy", "platform": "atcoder",
-                            "contest_date": "2024-09-01T00:00:00", "public_tests": PUBLIC if i < 2 else ""}}
-            for i in range(3)]
+    rows = [
+        {
+            "data_source": "livecodebench",
+            "prompt": [{"role": "user", "content": f"double the number {i}"}],
+            "ability": "code",
+            "reward_model": {"style": "rule", "ground_truth": HIDDEN},
+            "extra_info": {
+                "problem_id": f"p_{i}",
+                "difficulty": "easy",
+                "platform": "atcoder",
+                "contest_date": "2024-09-01T00:00:00",
+                "public_tests": PUBLIC if i < 2 else "",
+            },
+        }
+        for i in range(3)
+    ]
     data = tmp_path / "test.parquet"
     pd.DataFrame(rows).to_parquet(data)
     return data
@@ -62,14 +73,34 @@ def write_data(tmp_path):
 
 def test_multi_turn_evaluation_reports_first_and_final_turns(tmp_path) -> None:
     data, out = write_data(tmp_path), tmp_path / "out"
-    argv = ["--model", "fake", "--data", str(data), "--out", str(out), "--n", "2", "--turns", "3",
-            "--max-tokens", "400", "--workers", "2", "--time-limit-s", "4", "--data-parallel-size", "1",
-            "--min-turn-tokens", "8"]
+    argv = [
+        "--model",
+        "fake",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--n",
+        "2",
+        "--turns",
+        "3",
+        "--max-tokens",
+        "400",
+        "--workers",
+        "2",
+        "--time-limit-s",
+        "4",
+        "--data-parallel-size",
+        "1",
+        "--min-turn-tokens",
+        "8",
+    ]
     ScriptedEngine.requests = []
     assert eval_lcb.main(argv, make_engine=ScriptedEngine) == 0
     requests = ScriptedEngine.requests
     assert sorted((r.problem_id, r.turn) for r in requests) == sorted(
-        [("p_0", 0)] * 2 + [("p_0", 1)] * 2 + [("p_1", 0)] * 2 + [("p_2", 0)] * 2)
+        [("p_0", 0)] * 2 + [("p_0", 1)] * 2 + [("p_1", 0)] * 2 + [("p_2", 0)] * 2
+    )
     revision = next(r for r in requests if r.turn == 1)
     assert [m["role"] for m in revision.messages] == ["user", "assistant", "user"]
     assert revision.messages[1]["content"] == WRONG

@@ -44,8 +44,10 @@ class FakeEngine:
 
 
 def _problems(count: int) -> list[EvalProblem]:
-    return [EvalProblem(f"p_{i}", "test", ({"role": "user", "content": f"q{i}"},), "easy", "atcoder", "2024-09-01")
-            for i in range(count)]
+    return [
+        EvalProblem(f"p_{i}", "test", ({"role": "user", "content": f"q{i}"},), "easy", "atcoder", "2024-09-01")
+        for i in range(count)
+    ]
 
 
 def test_generation_resumes_only_missing_samples(tmp_path: Path) -> None:
@@ -59,7 +61,8 @@ def test_generation_resumes_only_missing_samples(tmp_path: Path) -> None:
     FakeEngine.calls = []
     assert generate_missing(_problems(3), settings, tmp_path, FakeEngine) == 5
     assert sorted(key for call in FakeEngine.calls for key in call) == sorted(
-        (f"p_{i}", j) for i in range(3) for j in range(3) if i * 3 + j >= 4)
+        (f"p_{i}", j) for i in range(3) for j in range(3) if i * 3 + j >= 4
+    )
     records = read_generations(tmp_path)
     assert len(records) == 9 and all(line.endswith("}") for line in cache.read_text().splitlines())
     assert records[("p_2", 1)]["completion"] == CORRECT and records[("p_1", 2)]["finish_reason"] == "length"
@@ -69,8 +72,12 @@ def test_generation_resumes_only_missing_samples(tmp_path: Path) -> None:
 def test_resuming_with_other_sampling_settings_is_refused(tmp_path: Path) -> None:
     generate_missing(_problems(1), GenerationSettings(model="fake", n=1, data_parallel_size=1), tmp_path, FakeEngine)
     with pytest.raises(ValueError, match="temperature"):
-        generate_missing(_problems(1), GenerationSettings(model="fake", n=1, temperature=1.0, data_parallel_size=1), tmp_path,
-                         FakeEngine)
+        generate_missing(
+            _problems(1),
+            GenerationSettings(model="fake", n=1, temperature=1.0, data_parallel_size=1),
+            tmp_path,
+            FakeEngine,
+        )
     # more samples of the same distribution is a resumption, not a change
     more = GenerationSettings(model="fake", n=2, data_parallel_size=1)
     assert generate_missing(_problems(1), more, tmp_path, FakeEngine) == 1
@@ -79,17 +86,50 @@ def test_resuming_with_other_sampling_settings_is_refused(tmp_path: Path) -> Non
 def test_cli_model_path_generates_grades_and_reports(tmp_path: Path) -> None:
     import pandas as pd
 
-    ground_truth = json.dumps({"tests": [{"input": "3\n", "output": "6\n", "testtype": "stdin"},
-                                         {"input": "5\n", "output": "10\n", "testtype": "stdin"}]})
-    rows = [{"data_source": "livecodebench", "prompt": [{"role": "user", "content": f"double it {i}"}],
-             "ability": "code", "reward_model": {"style": "rule", "ground_truth": ground_truth},
-             "extra_info": {"problem_id": f"p_{i}", "difficulty": "easy", "platform": "atcoder",
-                            "contest_date": "2024-09-01T00:00:00"}} for i in range(3)]
+    ground_truth = json.dumps(
+        {
+            "tests": [
+                {"input": "3\n", "output": "6\n", "testtype": "stdin"},
+                {"input": "5\n", "output": "10\n", "testtype": "stdin"},
+            ]
+        }
+    )
+    rows = [
+        {
+            "data_source": "livecodebench",
+            "prompt": [{"role": "user", "content": f"double it {i}"}],
+            "ability": "code",
+            "reward_model": {"style": "rule", "ground_truth": ground_truth},
+            "extra_info": {
+                "problem_id": f"p_{i}",
+                "difficulty": "easy",
+                "platform": "atcoder",
+                "contest_date": "2024-09-01T00:00:00",
+            },
+        }
+        for i in range(3)
+    ]
     data = tmp_path / "test.parquet"
     pd.DataFrame(rows).to_parquet(data)
     out = tmp_path / "out"
-    argv = ["--model", "fake", "--data", str(data), "--out", str(out), "--n", "4", "--yarn-factor", "2.0",
-            "--workers", "2", "--time-limit-s", "4", "--data-parallel-size", "1"]
+    argv = [
+        "--model",
+        "fake",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--n",
+        "4",
+        "--yarn-factor",
+        "2.0",
+        "--workers",
+        "2",
+        "--time-limit-s",
+        "4",
+        "--data-parallel-size",
+        "1",
+    ]
     assert eval_lcb.main(argv, make_engine=FakeEngine) == 0
     results = json.loads((out / "results.json").read_text())
     assert [row["correct"] for row in results["problems"]] == [0, 1, 2]
@@ -162,8 +202,12 @@ def test_data_parallel_ranks_are_spawned_processes_with_their_own_gpus(
     assert by_problem["p_1"][0] == by_problem["p_3"][0] == "6,7"
     assert by_problem["p_0"][1] != by_problem["p_1"][1]  # two engine processes
     with pytest.raises(ValueError, match="needs more GPUs"):
-        generate_missing(_problems(5), GenerationSettings(model="fake", n=2, data_parallel_size=3,
-                                                          tensor_parallel_size=2), tmp_path / "cache", EnvEngine)
+        generate_missing(
+            _problems(5),
+            GenerationSettings(model="fake", n=2, data_parallel_size=3, tensor_parallel_size=2),
+            tmp_path / "cache",
+            EnvEngine,
+        )
 
 
 def test_yarn_override_keeps_the_models_rope_theta(tmp_path: Path) -> None:

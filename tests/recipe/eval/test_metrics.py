@@ -64,8 +64,13 @@ def _problem(problem_id: str, difficulty: str, date: str, verdicts: list[str], l
 
 def test_summary_breakdowns_verdicts_lengths_and_overlong() -> None:
     problems = [
-        _problem("a", "easy", "2024-08-03T00:00:00", ["accepted", "accepted", "wrong_answer", "time_limit"],
-                 [10, 20, 100, 50]),
+        _problem(
+            "a",
+            "easy",
+            "2024-08-03T00:00:00",
+            ["accepted", "accepted", "wrong_answer", "time_limit"],
+            [10, 20, 100, 50],
+        ),
         _problem("b", "hard", "2024-09-10T00:00:00", ["wrong_answer"] * 4, [100, 100, 40, 60]),
         _problem("c", "hard", "2024-09-30T00:00:00", ["accepted"] * 4, [30, 30, 30, 30]),
     ]
@@ -88,7 +93,9 @@ def test_summary_breakdowns_verdicts_lengths_and_overlong() -> None:
 
 
 def test_summary_rejects_k_above_the_fewest_samples() -> None:
-    problems = [_problem("a", "easy", "2024-08-03", ["accepted"] * 2, [1, 1]),
-                _problem("b", "easy", "2024-08-03", ["accepted"] * 4, [1] * 4)]
+    problems = [
+        _problem("a", "easy", "2024-08-03", ["accepted"] * 2, [1, 1]),
+        _problem("b", "easy", "2024-08-03", ["accepted"] * 4, [1] * 4),
+    ]
     with pytest.raises(ValueError, match="n=2"):
         summarize(problems, [1, 4])
