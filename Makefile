@@ -64,7 +64,7 @@ lint: setup
 	$(PY) .ci/typecheck.py
 
 test: setup system-deps lint gpu-deps-check
-	$(VENV)/bin/pytest tests
+	$(VENV)/bin/pytest --durations=30 tests
 
 # The unit tier for the edit loop: everything but the tests marked integration (whole programs) or gpu.
 test-fast: setup lint
