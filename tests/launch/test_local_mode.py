@@ -8,6 +8,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
     env = {key: value for key, value in os.environ.items() if not key.startswith("SLURM")}
     env.update(
         {
-            "PATH": test_bash_path(f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}"),
+            "PATH": test_bash_path(f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
             "NNODES": "1",
             "GPUS_PER_NODE": "1",
             "TRAINER_CMD": f"python {REPO / 'tests' / 'launch' / 'fake_trainer.py'}",

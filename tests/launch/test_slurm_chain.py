@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def port_flags(free_port, names: tuple[str, ...]) -> str:
 def launch_env(local_slurm, work: Path, ray_root: Path, **extra: str) -> dict[str, str]:
     (work / "lcb_test.parquet").touch()
     env = {
-        "PATH": local_slurm.path_with_test_bash(f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}"),
+        "PATH": local_slurm.path_with_test_bash(f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
         "TRAINER_CMD": f"python {REPO / 'tests' / 'launch' / 'fake_trainer.py'}",
         "OUTPUT_ROOT": str(work / "outputs"),
         "RAY_TMP_ROOT": str(ray_root),
