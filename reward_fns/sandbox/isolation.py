@@ -22,9 +22,12 @@ import errno
 import os
 import resource
 import sys
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from reward_fns.sandbox import seccomp
+
+if TYPE_CHECKING:  # the fork server imports no more than it needs
+    from collections.abc import Mapping
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -233,9 +236,11 @@ def _apply_rlimits(limits: RunLimits) -> None:
 
 
 DISABLE_ENV = "NOUSCODER_SANDBOX_DISABLE"
-"""Comma-separated mechanisms to switch off (``user_namespace``, ``namespaces``, ``root``, ``seccomp``,
-``session_keyring``): simulates a cluster node that forbids them, for tests, benchmarks and hosts where a
-mechanism misbehaves."""
+"""Comma-separated mechanisms to switch off (``DISABLE_NAMES``): simulates a cluster node that forbids them, for
+tests, benchmarks and hosts where a mechanism misbehaves."""
+DISABLE_NAMES = frozenset(
+    {"user_namespace", "namespaces", "root", "seccomp", "session_keyring", "subreaper", "no_new_privs"}
+)
 
 
 DEDICATED_UID_BASE = 1_000_000
@@ -261,8 +266,12 @@ def dedicated_uid(launcher_pid: int, uid_map: str) -> int | None:
     return top - launcher_pid % half
 
 
-def disabled_mechanisms(environ: dict[str, str] | os._Environ = os.environ) -> frozenset[str]:
-    return frozenset(name.strip() for name in environ.get(DISABLE_ENV, "").split(",") if name.strip())
+def disabled_mechanisms(environ: Mapping[str, str] = os.environ) -> frozenset[str]:
+    """The names in ``DISABLE_ENV``; a name outside ``DISABLE_NAMES`` is an error (a typo would leave it on)."""
+    names = frozenset(name.strip() for name in environ.get(DISABLE_ENV, "").split(",") if name.strip())
+    if unknown := names - DISABLE_NAMES:
+        raise ValueError(f"{DISABLE_ENV}: unknown mechanism(s) {sorted(unknown)}; valid: {sorted(DISABLE_NAMES)}")
+    return names
 
 
 def enter_worker_namespaces(disabled: frozenset[str]) -> tuple[dict[str, bool], dict[str, str]]:

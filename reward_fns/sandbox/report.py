@@ -17,7 +17,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from reward_fns.sandbox.isolation import DISABLE_ENV, package_root
+from reward_fns.sandbox.isolation import DISABLE_ENV, disabled_mechanisms, package_root
 
 MECHANISMS: dict[str, str] = {
     "separate_identity": "a uid the program does not share with the grader (dedicated uid as root, user namespace "
@@ -153,6 +153,7 @@ def server_environment() -> dict[str, str]:
         "PYTHONPATH": os.pathsep.join(python_path),
     }
     if DISABLE_ENV in os.environ:
+        disabled_mechanisms(os.environ)  # a misspelt name fails here, in the grader, not silently in the server
         environment[DISABLE_ENV] = os.environ[DISABLE_ENV]
     return environment
 

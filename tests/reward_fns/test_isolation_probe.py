@@ -94,3 +94,9 @@ def test_probe_command_line_prints_the_table_and_fails_when_incomplete():
     )
     assert degraded.returncode == 1
     assert json.loads(degraded.stdout)["network_namespace"] is False
+
+
+def test_a_misspelt_mechanism_to_disable_is_an_error_naming_the_valid_ones(monkeypatch):
+    monkeypatch.setenv(DISABLE_ENV, "namespaces,bogus")
+    with pytest.raises(ValueError, match=r"unknown mechanism\(s\) \['bogus'\]; valid: .*'seccomp'"):
+        GraderPool(workers=1, config=GraderConfig(isolation="strict"))
