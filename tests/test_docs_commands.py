@@ -257,7 +257,7 @@ def test_documented_command_works_as_written(command: DocCommand):
     elif program == "pip":
         check_pip(command, arguments)
     elif program == "source":
-        venvs = re.findall(r"^\w*VENV \?= (\S+)$", (REPO / "Makefile").read_text(encoding="utf-8"), re.M)
+        venvs = re.findall(r"^\w*VENV [?:]= (\S+)$", (REPO / "Makefile").read_text(encoding="utf-8"), re.M)
         assert arguments[0] in {f"{venv}/bin/activate" for venv in venvs}, (
             f"{command.where}: {arguments[0]} is not the activate script of a virtualenv the Makefile creates {venvs}"
         )
