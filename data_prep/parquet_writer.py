@@ -1,6 +1,6 @@
 """Write verl ``RLHFDataset`` rows to parquet in bounded row groups, hashing the content as it goes.
 
-Row layout (DESIGN.md "Parquet row"): ``data_source``, ``prompt`` (chat messages), ``ability="code"``,
+Row layout (docs/DESIGN.md "Parquet row"): ``data_source``, ``prompt`` (chat messages), ``ability="code"``,
 ``reward_model={"style": "rule", "ground_truth": <JSON string>}``, ``extra_info={split, index, problem_id,
 source, difficulty, contest_date, platform, num_tests, public_tests}``. ``ground_truth`` is a ``large_string`` so
 one row group may exceed 2 GiB of tests without offset overflow. ``public_tests`` holds the tests the statement shows

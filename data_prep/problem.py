@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 TestDict = dict[str, str]
-"""One test in the DESIGN.md ground-truth layout: ``{"input": str, "output": str, "testtype": "stdin"|"functional"}``."""
+"""One test in the ground-truth layout of docs/DESIGN.md: ``{"input": str, "output": str, "testtype": "stdin"|"functional"}``."""
 
 
 class MalformedRow(ValueError):
@@ -50,7 +50,7 @@ class Problem:
     feedback loop, never by the reward. ``tests`` (the hidden set) may include them, as LiveCodeBench's does."""
 
     def ground_truth(self) -> dict[str, Any]:
-        """The DESIGN.md ground truth: ``{"tests": [...], "fn_name": str}`` (``fn_name`` only when functional)."""
+        """The ground truth of docs/DESIGN.md: ``{"tests": [...], "fn_name": str}`` (``fn_name`` only when functional)."""
         truth: dict[str, Any] = {"tests": self.tests}
         if self.fn_name:
             truth["fn_name"] = self.fn_name

@@ -1,9 +1,9 @@
-"""Grading CLI: grade a JSONL file of model completions against a JSONL file of problems (DESIGN.md "Grading CLI").
+"""Grading CLI: grade a JSONL file of model completions against a JSONL file of problems (docs/DESIGN.md "Grading CLI").
 
     python -m reward_fns.grade --problems P.jsonl --completions C.jsonl --out O.jsonl [--workers N] [--summary]
 
 Input lines:
-- problems: ``problem_id``, ``ground_truth`` (JSON string or object in the DESIGN.md layout), ``data_source``
+- problems: ``problem_id``, ``ground_truth`` (JSON string or object in the layout of docs/DESIGN.md "Ground truth"), ``data_source``
   (optional, not used for grading);
 - completions: ``problem_id``, ``completion`` (model text; the last fenced python block is the program), any other
   keys (passed through to the output; ``expected_verdict`` is used by ``--summary`` and ``--check-expected``).

@@ -28,7 +28,7 @@ the grader: the recipe's configs give both reward paths one ``reward_kwargs``.""
 
 
 class Verdict(StrEnum):
-    """Outcome of grading one completion (DESIGN.md "Reward")."""
+    """Outcome of grading one completion (docs/DESIGN.md "Reward")."""
 
     ACCEPTED = "accepted"
     WRONG_ANSWER = "wrong_answer"

@@ -1,7 +1,7 @@
 """The bundled sample of original competitive-programming problems (see README.md in this folder).
 
 from data_prep.sample import load_problems, load_solutions
-problems = load_problems()                      # 44 problems, ground truth in the DESIGN.md layout
+problems = load_problems()                      # 44 problems, ground truth in the layout of docs/DESIGN.md
 wrong = load_solutions(kinds=["wrong_answer"])  # model-style completions with their expected verdicts
 """
 

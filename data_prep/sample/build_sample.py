@@ -67,7 +67,7 @@ def fn_name_of(signature: str) -> str:
 
 
 def functional_input(args: list[Any]) -> str:
-    """One JSON value per line, one line per positional argument (DESIGN.md ground-truth layout)."""
+    """One JSON value per line, one line per positional argument (docs/DESIGN.md "Ground truth")."""
     return "\n".join(json.dumps(argument) for argument in args)
 
 

@@ -15,7 +15,7 @@ DATA_SOURCE = "nous_sample"
 
 @dataclass(frozen=True)
 class SampleProblem:
-    """One bundled problem; ``ground_truth`` is the DESIGN.md layout ``{"tests": [...], "fn_name": ...}``."""
+    """One bundled problem; ``ground_truth`` is the layout of docs/DESIGN.md ("Ground truth") ``{"tests": [...], "fn_name": ...}``."""
 
     problem_id: str
     title: str

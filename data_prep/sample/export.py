@@ -4,7 +4,7 @@
     python -m reward_fns.grade --problems demo_out/sample/problems.jsonl \
         --completions demo_out/sample/completions.jsonl --out demo_out/sample/graded.jsonl
 
-``problems.jsonl``: ``problem_id``, ``data_source`` ("nous_sample"), ``ground_truth`` (JSON string, DESIGN.md layout).
+``problems.jsonl``: ``problem_id``, ``data_source`` ("nous_sample"), ``ground_truth`` (JSON string, docs/DESIGN.md "Ground truth").
 ``completions.jsonl``: ``problem_id``, ``completion``, ``kind``, ``expected_verdict``, ``name``, ``needs_large_tests``
 (the last four are passed through by the grader, so its output can be checked against the expectation).
 """

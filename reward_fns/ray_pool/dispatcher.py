@@ -2,7 +2,7 @@
 
 Every reward-loop process sends each rollout here as soon as it is generated (``PoolClient``). The dispatcher keeps
 a FIFO of idle workers, so a completion waits only for a free worker, never behind a busy one; the number of
-completions waiting is the queue depth. Faults (issue 6):
+completions waiting is the queue depth. Faults (reward_fns/RAY_POOL.md):
 
 * a worker call that raises a Ray error (actor died: OOM kill, ``kill -9``, node lost) or overruns the
   completion's budget + ``attempt_slack_s`` (the worker is killed) is re-graded once on the next free worker;

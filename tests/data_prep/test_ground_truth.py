@@ -1,4 +1,4 @@
-"""Conversion of every source's test format to the DESIGN.md ground-truth layout."""
+"""Conversion of every source's test format to the ground-truth layout of docs/DESIGN.md."""
 
 from __future__ import annotations
 

@@ -316,7 +316,7 @@ def test_training_configs_use_the_cluster_shape(name: str) -> None:
         config.actor_rollout_ref.rollout.max_model_len
         == config.data.max_prompt_length + config.data.max_response_length
     )
-    expected_gpus = 8 if name == "debug_64" else 48  # 6 nodes x 8 GPUs (issue 7); debug_64: one node
+    expected_gpus = 8 if name == "debug_64" else 48  # 6 nodes x 8 GPUs (NousCoder blog); debug_64: one node
     assert _total_gpus(config) == expected_gpus
     assert "file" in config.trainer.logger  # select_checkpoint reads the file logger
     assert config.nouscoder.metrics.enable is True  # R2's extensions node landed under `nouscoder`

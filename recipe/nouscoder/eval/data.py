@@ -1,4 +1,4 @@
-"""The evaluation problems of a verl test parquet (DESIGN.md "Parquet row"), read without holding the tests.
+"""The evaluation problems of a verl test parquet (docs/DESIGN.md "Parquet row"), read without holding the tests.
 
 LiveCodeBench rows can carry hundreds of MB of hidden tests, so metadata and prompts are read without the
 ``reward_model`` column, and ground truths are streamed a few rows at a time when grading.
