@@ -30,6 +30,7 @@ def _run_main(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_cfg_job_prints_the_composed_config_without_starting_ray(tmp_path: Path) -> None:
     """The `make demo` line: `python -m recipe.nouscoder.main --config-name dapo_32k --cfg job`."""
     result = _run_main("--config-name", "dapo_32k", "--cfg", "job", cwd=tmp_path)
@@ -42,6 +43,7 @@ def test_cfg_job_prints_the_composed_config_without_starting_ray(tmp_path: Path)
     assert "ray init" not in result.stdout + result.stderr
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_overrides_reach_the_printed_config(tmp_path: Path) -> None:
     result = _run_main(
         "--config-name", "gspo_40k", "data.train_files=/data/mix/train.parquet", "--cfg", "job", cwd=tmp_path
@@ -51,6 +53,7 @@ def test_overrides_reach_the_printed_config(tmp_path: Path) -> None:
     assert printed["data"]["max_response_length"] == 38912
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_help_lists_every_experiment_config_and_flag(tmp_path: Path) -> None:
     text = _run_main("--help", cwd=tmp_path).stdout
     for name in sorted(p.stem for p in (REPO / "configs").glob("*.yaml") if not p.stem.startswith(("_", "nouscoder"))):
@@ -66,6 +69,7 @@ def test_prepare_config_makes_the_run_dir_absolute(tmp_path: Path, monkeypatch) 
     assert config.trainer.default_local_dir == str(tmp_path / "checkpoints" / "nouscoder" / "dapo_32k")
 
 
+@pytest.mark.integration  # the CLI in a subprocess
 def test_the_configs_grade_through_the_ray_pool_which_verl_loads(tmp_path: Path) -> None:
     """The default reward is the Ray grading pool, by a `pkg://` path that verl's own loader resolves."""
     printed = yaml.safe_load(_run_main("--config-name", "dapo_32k", "--cfg", "job", cwd=tmp_path).stdout)
@@ -110,6 +114,7 @@ def _trainers_seen_by(runner) -> tuple[int, list[str]]:
     return ray.get(runner.__ray_call__.remote(probe))
 
 
+@pytest.mark.integration  # a local Ray cluster
 def test_task_runner_actor_registers_the_recipe_trainers_in_its_process() -> None:
     """verl's TaskRunner looks the trainer up in the Ray actor, a process that never ran the driver's imports."""
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)

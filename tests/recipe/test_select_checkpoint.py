@@ -12,6 +12,9 @@ from safetensors.torch import load_file
 
 from recipe.nouscoder import select_checkpoint as sc
 
+# FSDP shards written by gloo subprocesses; the CLI merges them with verl's model merger.
+pytestmark = pytest.mark.integration
+
 LCB_KEY = "val-core/livecodebench/acc/mean@8"
 
 # A tiny Qwen2 model saved as one FSDP2 rank would save it: DTensor shards on a 1-rank "fsdp" mesh, written by a

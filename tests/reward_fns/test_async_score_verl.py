@@ -31,6 +31,9 @@ import reward_fns.async_score
 from data_prep.sample import load_problems, load_solutions
 from reward_fns.ray_pool import grading_step_metrics
 
+# verl's reward loop and a local Ray cluster.
+pytestmark = pytest.mark.integration
+
 POOL_NAME = "verl_reward_loop_pool"
 SAMPLE_VERDICTS = ("accepted", "wrong_answer", "runtime_error", "no_code", "compile_error")
 SLOW_ACCEPTED = "```python\nimport time\ntime.sleep(2.5)\nprint(int(input()) * 2)\n```"

@@ -18,6 +18,9 @@ import pytest
 
 from reward_fns.sandbox.report import IsolationReport
 
+# Graders started as a created plain user through runuser.
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def scenario(tcp_listener, hostile_programs, unprivileged_user_name):

@@ -17,6 +17,9 @@ from reward_fns.async_score import compute_score
 from reward_fns.ray_pool import PoolConfig, pool_client, shutdown_pools
 from reward_fns.types import GraderConfig
 
+# A local Ray cluster with grading actors.
+pytestmark = pytest.mark.integration
+
 SAMPLE_VERDICTS = ("accepted", "wrong_answer", "runtime_error", "no_code", "compile_error")
 GRADER = {"time_limit_s": 4.0}
 

@@ -14,6 +14,9 @@ from data_prep.sample import load_problems, load_solutions
 from reward_fns import compute_score
 from reward_fns.grade import main as grade_main
 
+# Every bundled completion graded by fork-server pools (the CLI's and compute_score's): about a minute.
+pytestmark = pytest.mark.integration
+
 TIME_LIMIT_S = 4.0
 
 
