@@ -1,6 +1,7 @@
 """select_checkpoint on a run directory laid out as verl 0.9.1 writes it (see the module docstring)."""
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -65,10 +66,10 @@ def _write_metrics(path: Path, records: list[tuple[int, dict]]) -> None:
     path.write_text("".join(json.dumps({"step": step, "data": data}) + "\n" for step, data in records))
 
 
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def written_run_dir(tmp_path_factory) -> Path:
     """Steps 10, 20, 30 checkpointed (20 with real weights), 40 saved but not yet in the tracker file."""
-    root = tmp_path / "checkpoints" / "nouscoder" / "dapo_32k"
+    root = tmp_path_factory.mktemp("written") / "checkpoints" / "nouscoder" / "dapo_32k"
     root.mkdir(parents=True)
     for step in (10, 20, 30, 40):
         _write_checkpoint(root, step, with_weights=step == 20)
@@ -84,6 +85,14 @@ def run_dir(tmp_path: Path) -> Path:
             (40, {"actor/pg_loss": 0.1, LCB_KEY: 0.70}),  # save not complete
         ],
     )
+    return root
+
+
+@pytest.fixture
+def run_dir(written_run_dir: Path, tmp_path: Path) -> Path:
+    """A copy of the written run directory for one test to change (the shards are written once per module)."""
+    root = tmp_path / "checkpoints" / "nouscoder" / "dapo_32k"
+    shutil.copytree(written_run_dir, root)
     return root
 
 
