@@ -128,6 +128,12 @@ class LocalSlurm:
         out = self.run("sbatch", "--parsable", *args, env={**self.env, **env}, cwd=cwd).stdout
         return int(out.strip().split(";")[0])
 
+    def run_job(self, *args: str, env: dict[str, str], cwd: Path, timeout_s: float = 400) -> tuple[int, str, str, str]:
+        """sbatch with the output in ``cwd/job-<id>.out`` and wait; returns (job id, state, exit code, output)."""
+        job_id = self.sbatch(f"--output={cwd}/job-%j.out", *args, env=env, cwd=cwd)
+        state, exit_code = self.wait_job(job_id, timeout_s)
+        return job_id, state, exit_code, (cwd / f"job-{job_id}.out").read_text()
+
     def job_field(self, job_id: int, name: str) -> str:
         record = self.run("scontrol", "show", "job", str(job_id)).stdout
         for token in record.split():

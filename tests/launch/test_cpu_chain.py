@@ -33,11 +33,10 @@ STAGES = ("debug_cpu", "debug_cpu_extended")
 
 
 def submit(local_slurm, work: Path, env: dict[str, str], data: Path) -> tuple[int, str, str, str]:
-    job_id = local_slurm.sbatch(
+    return local_slurm.run_job(
         "--nodes=1",
         f"--nodelist={local_slurm.node_name}",
         "--time=40",
-        f"--output={work}/job-%j.out",
         str(REPO / "launch" / "run_debug_cpu_chain.sh"),
         f"data.train_files={data / 'train.parquet'}",
         f"data.val_files={data / 'test.parquet'}",
@@ -47,9 +46,8 @@ def submit(local_slurm, work: Path, env: dict[str, str], data: Path) -> tuple[in
         "actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction=1.0",
         env=env,
         cwd=work,
+        timeout_s=2400,
     )
-    state, exit_code = local_slurm.wait_job(job_id, timeout_s=2400)
-    return job_id, state, exit_code, (work / f"job-{job_id}.out").read_text()
 
 
 def records(metrics_file: Path) -> list[dict]:

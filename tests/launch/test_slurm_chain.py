@@ -265,18 +265,15 @@ def test_two_node_job_joins_both_nodes_and_stops_ray_on_each(local_slurm, tmp_pa
         RUN_EVAL="0",
         FAKE_TRAINER_STEPS="2",
     )
-    job_id = local_slurm.sbatch(
+    job_id, state, exit_code, output = local_slurm.run_job(
         "--nodes=2",
         f"--gpus-per-node={local_slurm.gpus}",
         "--time=15",
-        f"--output={tmp_path}/job-%j.out",
         str(REPO / "launch" / "run_microcoder_4k.sh"),
         "data.train_files=data/deepcoder_mix/train.parquet",  # required by microcoder_4k; the layout is derived
         env=env,
         cwd=tmp_path,
     )
-    state, exit_code = local_slurm.wait_job(job_id)
-    output = (tmp_path / f"job-{job_id}.out").read_text()
     assert (state, exit_code) == ("COMPLETED", "0:0"), output
     head, worker = local_slurm.node_names
     assert f"sandbox isolation complete on every node ({head} {worker})" in output, output
