@@ -27,6 +27,7 @@ from tqdm import tqdm
 from data_prep.decontamination import ContaminationFlag, DecontaminationConfig, EvalSetIndex
 from data_prep.dedup import MinHasher, NearDuplicateIndex, exact_key
 from data_prep.filters import QualityConfig, quality_reason
+from data_prep.ground_truth import as_malformed
 from data_prep.loading import (
     SourceUnavailable,
     hub_reachable,
@@ -137,6 +138,21 @@ class BuildStats:
         self.dropped[(split, problem.source, reason)] += 1
         self.count(problem, f"dropped/{reason}")
 
+    def written(self, split: str, problem: Problem, written: Problem) -> None:
+        """``problem`` went to ``split`` as ``written`` (public tests from the source, moved from the hidden set, or
+        none)."""
+        self.kept[(split, problem.source)] += 1
+        self.count(problem, f"kept/{split}")
+        kind = "native" if problem.public_tests else ("from_hidden" if written.public_tests else "none")
+        self.public_tests[(split, kind)] += 1
+
+    def row_failed(self, split: str, problem: Problem, error: Exception) -> None:
+        """A fault while filtering or writing a converted problem: it is reported as a malformed row of its source
+        (so counted once, as malformed, not as read) and the build goes on."""
+        self.seen[(split, problem.source)] -= 1
+        self.table[problem.source_name]["read"] -= 1
+        self.skips.record(problem.source_name, problem.problem_id, as_malformed(error))
+
 
 def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Build ``train.parquet``, ``test.parquet`` and ``manifest.json`` under ``config.out_dir``; return the manifest.
@@ -238,21 +254,39 @@ def _write_test_split(
     for problem in tqdm(problems, desc="test split", unit=" problems", mininterval=1.0):
         stats.seen[("test", problem.source)] += 1
         stats.count(problem, "read")
-        words = statement_words(problem.statement)
-        key = exact_key(words)
-        if key in keys:
-            stats.drop("test", problem, "duplicate_exact")
-            stats.pair_duplicates[(problem.source_name, problem.source_name, "exact")] += 1
-            continue
-        keys.add(key)
-        index.add(problem, words)
-        writer.add(
-            verl_row(
-                _with_public_tests(problem, "test", config, stats), "test", writer.rows_written, config.prompt_variant
-            )
-        )
-        stats.kept[("test", problem.source)] += 1
-        stats.count(problem, "kept/test")
+        try:
+            _add_test_problem(problem, keys, writer, index, config, stats)
+        except MemoryError:
+            raise
+        except Exception as error:  # noqa: BLE001 - one row's fault is reported with its id, the build goes on
+            stats.row_failed("test", problem, error)
+
+
+def _add_test_problem(
+    problem: Problem, keys: set[bytes], writer: SplitWriter, index: EvalSetIndex, config: BuildConfig, stats: BuildStats
+) -> None:
+    """Dedup, write and index (for decontamination) one test problem; the row is written, or refused, first."""
+    words = statement_words(problem.statement)
+    key = exact_key(words)
+    if key in keys:
+        stats.drop("test", problem, "duplicate_exact")
+        stats.pair_duplicates[(problem.source_name, problem.source_name, "exact")] += 1
+        return
+    written = problem.with_public_tests(config.public_tests)
+    writer.add(verl_row(written, "test", writer.rows_written, config.prompt_variant))
+    keys.add(key)
+    index.add(problem, words)
+    stats.written("test", problem, written)
+
+
+@dataclass
+class _TrainState:
+    """What the train pass remembers across problems: the MinHash index and the first problem of each exact key."""
+
+    hasher: MinHasher
+    near: NearDuplicateIndex
+    first_of_key: dict[bytes, tuple[str, str]] = field(default_factory=dict)
+    kept_source: dict[str, str] = field(default_factory=dict)
 
 
 def _write_train_split(
@@ -263,68 +297,73 @@ def _write_train_split(
     stats: BuildStats,
     verified: dict[str, dict[str, Any]] | None,
 ) -> None:
-    hasher = MinHasher(config.minhash_permutations, config.shingle_words)
-    near = NearDuplicateIndex(config.minhash_bands, config.near_duplicate_threshold)
-    first_of_key: dict[bytes, tuple[str, str]] = {}
-    kept_source: dict[str, str] = {}
+    state = _TrainState(
+        MinHasher(config.minhash_permutations, config.shingle_words),
+        NearDuplicateIndex(config.minhash_bands, config.near_duplicate_threshold),
+    )
     for stream in streams:
         for problem in stream:
             stats.seen[("train", problem.source)] += 1
             stats.count(problem, "read")
-            reason = quality_reason(problem, config.quality)
-            if reason:
-                stats.drop("train", problem, reason)
-                continue
-            if verified is not None:
-                outcome = gold_outcome(problem, verified)
-                stats.gold.setdefault(problem.source_name, Counter())[outcome] += 1
-                if outcome.startswith("failed_"):
-                    stats.drop("train", problem, f"gold_{outcome}")
-                    continue
-            words = statement_words(problem.statement)
-            flag = index.check(problem, words)
-            if flag:
-                stats.contamination.append(flag)
-                stats.drop("train", problem, f"contaminated_{flag.signal}")
-                continue
-            key = exact_key(words)
-            if key in first_of_key:
-                kept_id, kept_name = first_of_key[key]
-                stats.drop("train", problem, "duplicate_exact")
-                stats.pair_duplicates[(problem.source_name, kept_name, "exact")] += 1
-                _append_limited(stats.exact_duplicates, {"dropped": problem.problem_id, "kept": kept_id})
-                continue
-            signature = hasher.signature(words)
-            match = near.find(signature)
-            if match:
-                stats.drop("train", problem, "duplicate_near")
-                stats.pair_duplicates[(problem.source_name, kept_source[match[0]], "near")] += 1
-                _append_limited(
-                    stats.near_duplicates,
-                    {"dropped": problem.problem_id, "kept": match[0], "estimated_jaccard": round(match[1], 4)},
-                )
-                continue
-            first_of_key[key] = (problem.problem_id, problem.source_name)
-            kept_source[problem.problem_id] = problem.source_name
-            near.add(problem.problem_id, signature)
-            writer.add(
-                verl_row(
-                    _with_public_tests(problem, "train", config, stats),
-                    "train",
-                    writer.rows_written,
-                    config.prompt_variant,
-                )
-            )
-            stats.kept[("train", problem.source)] += 1
-            stats.count(problem, "kept/train")
+            try:
+                _add_train_problem(problem, state, writer, index, config, stats, verified)
+            except MemoryError:
+                raise
+            except Exception as error:  # noqa: BLE001 - one row's fault is reported with its id, the build goes on
+                stats.row_failed("train", problem, error)
 
 
-def _with_public_tests(problem: Problem, split: str, config: BuildConfig, stats: BuildStats) -> Problem:
-    """The problem as written: public tests from the source, else its first ``config.public_tests`` tests."""
+def _add_train_problem(
+    problem: Problem,
+    state: _TrainState,
+    writer: SplitWriter,
+    index: EvalSetIndex,
+    config: BuildConfig,
+    stats: BuildStats,
+    verified: dict[str, dict[str, Any]] | None,
+) -> None:
+    """Filter, check the gold verdict, decontaminate, dedup and write one train problem. The writer refuses a bad
+    row before keeping anything and the dedup indexes learn the problem only after it is written, so a fault leaves
+    no trace of the problem."""
+    reason = quality_reason(problem, config.quality)
+    if reason:
+        stats.drop("train", problem, reason)
+        return
+    if verified is not None:
+        outcome = gold_outcome(problem, verified)
+        stats.gold.setdefault(problem.source_name, Counter())[outcome] += 1
+        if outcome.startswith("failed_"):
+            stats.drop("train", problem, f"gold_{outcome}")
+            return
+    words = statement_words(problem.statement)
+    flag = index.check(problem, words)
+    if flag:
+        stats.contamination.append(flag)
+        stats.drop("train", problem, f"contaminated_{flag.signal}")
+        return
+    key = exact_key(words)
+    if key in state.first_of_key:
+        kept_id, kept_name = state.first_of_key[key]
+        stats.drop("train", problem, "duplicate_exact")
+        stats.pair_duplicates[(problem.source_name, kept_name, "exact")] += 1
+        _append_limited(stats.exact_duplicates, {"dropped": problem.problem_id, "kept": kept_id})
+        return
+    signature = state.hasher.signature(words)
+    match = state.near.find(signature)
+    if match:
+        stats.drop("train", problem, "duplicate_near")
+        stats.pair_duplicates[(problem.source_name, state.kept_source[match[0]], "near")] += 1
+        _append_limited(
+            stats.near_duplicates,
+            {"dropped": problem.problem_id, "kept": match[0], "estimated_jaccard": round(match[1], 4)},
+        )
+        return
     written = problem.with_public_tests(config.public_tests)
-    kind = "native" if problem.public_tests else ("from_hidden" if written.public_tests else "none")
-    stats.public_tests[(split, kind)] += 1
-    return written
+    writer.add(verl_row(written, "train", writer.rows_written, config.prompt_variant))
+    state.first_of_key[key] = (problem.problem_id, problem.source_name)
+    state.kept_source[problem.problem_id] = problem.source_name
+    state.near.add(problem.problem_id, signature)
+    stats.written("train", problem, written)
 
 
 def _test_problems(

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from data_prep.problem import Problem
+from data_prep.statements import is_interactive_statement
+
+INTERACTIVE_TAG = "interactive"
+"""Codeforces' tag of interactive problems (the platform's problem tags, which TACO keeps in ``raw_tags``)."""
 
 
 @dataclass(frozen=True)
@@ -20,10 +24,13 @@ class QualityConfig:
 
 
 def quality_reason(problem: Problem, config: QualityConfig) -> str | None:
-    """The first failed filter's reason (``not_python``, ``too_few_tests``, ``empty_output``, ``test_too_large`` (one
-    test over ``max_chars_per_test``), ``tests_too_large`` (all tests over ``max_test_chars``))."""
+    """The first failed filter's reason (``not_python``, ``interactive``, ``too_few_tests``, ``empty_output``,
+    ``test_too_large`` (one test over ``max_chars_per_test``), ``tests_too_large`` (all tests over
+    ``max_test_chars``))."""
     if problem.language != "python":
         return "not_python"
+    if is_interactive(problem):
+        return "interactive"
     if len(problem.tests) < config.min_tests:
         return "too_few_tests"
     if config.drop_empty_outputs and any(not test["output"].strip() for test in problem.tests):
@@ -33,3 +40,11 @@ def quality_reason(problem: Problem, config: QualityConfig) -> str | None:
     if problem.test_bytes() > config.max_test_chars:
         return "tests_too_large"
     return None
+
+
+def is_interactive(problem: Problem) -> bool:
+    """An interactive problem: its tests are settings of a judge program that answers the solution's queries (TACO's
+    Codeforces 1063C has inputs like ``"random\\n22\\n2\\n"``), not stdin/stdout pairs, so no program passes them
+    here and every rollout would score -1. Known by the platform's ``interactive`` tag or by the statement
+    (``data_prep.statements.is_interactive_statement``)."""
+    return INTERACTIVE_TAG in problem.tags or is_interactive_statement(problem.statement)

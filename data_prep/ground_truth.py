@@ -16,6 +16,12 @@ Every format fact is cited in ``data_prep/README.md`` ("Format facts").
   "function_call", "input", "output", "fn_name"?}]}``; function calls take an argument list and a wrapped result.
 - DeepCoder-Preview ``tests``: the TACO dict for ``taco``, the PrimeIntellect list for ``primeintellect`` and
   ``codeforces``, the LiveCodeBench list for ``lcbv5`` with ``func_name`` in the row's ``metadata``.
+
+Long integers: real call-based outputs exceed CPython's 4,300-digit limit on int <-> decimal-string conversion
+(``sys.set_int_max_str_digits``, CVE-2020-10735; a TACO-verified codewars kata expects a ~56,000-digit factorial),
+which ``json.loads`` and ``json.dumps`` enforce with a ``ValueError``. Rows are converted inside
+:func:`long_integers`, which raises the limit to ``MAX_INTEGER_DIGITS``; a longer integer makes the row malformed
+(``integer_too_long``), since the conversion time grows with the square of the digits (Python 3.11).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import binascii
 import io
 import json
 import pickle
+import sys
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,15 +42,53 @@ from reward_fns import layouts
 
 _REASONS = {"missing_fn_name": "missing_field", "bad_json": "bad_json"}
 
+MAX_INTEGER_DIGITS = 200_000
+"""Longest integer a row's tests may hold (decimal digits): 3.5x the longest seen in a real row (~56,000, a
+TACO-verified codewars factorial kata); converting 200,000 digits to ``int`` and back takes ~3 s on Python 3.11."""
+_INT_LIMIT_MESSAGE = "integer string conversion"
+"""Part of CPython's message for an integer past the conversion limit (``Objects/longobject.c``)."""
+
+
+@contextmanager
+def long_integers() -> Iterator[None]:
+    """Raise CPython's int <-> decimal-string limit to ``MAX_INTEGER_DIGITS`` for the block (never lower it)."""
+    previous = sys.get_int_max_str_digits()
+    if previous == 0 or previous >= MAX_INTEGER_DIGITS:
+        yield
+        return
+    sys.set_int_max_str_digits(MAX_INTEGER_DIGITS)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(previous)
+
+
+def as_malformed(error: Exception) -> MalformedRow:
+    """Any fault met while reading one row, as that row's :class:`MalformedRow`: ``integer_too_long`` for an integer
+    past ``MAX_INTEGER_DIGITS``, ``not_utf8`` for text that cannot be written (a lone surrogate), else
+    ``unexpected_error`` naming the exception (a row the loaders do not foresee is reported, never a crash)."""
+    if isinstance(error, MalformedRow):
+        return error
+    if isinstance(error, ValueError) and _INT_LIMIT_MESSAGE in str(error):
+        return MalformedRow("integer_too_long", f"a test holds an integer of more than {MAX_INTEGER_DIGITS:,} digits")
+    if isinstance(error, UnicodeEncodeError):
+        return MalformedRow("not_utf8", f"text that UTF-8 cannot encode ({error.reason} at {error.start})")
+    return MalformedRow("unexpected_error", f"{type(error).__name__}: {error}")
+
 
 def loads_json(text: Any, what: str) -> Any:
-    """``json.loads`` that raises :class:`MalformedRow` (reason ``bad_json``) naming the field."""
+    """``json.loads`` that raises :class:`MalformedRow` (reason ``bad_json``, or ``integer_too_long``) naming the
+    field."""
     if not isinstance(text, str | bytes):
         return text
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except json.JSONDecodeError as exc:
         raise MalformedRow("bad_json", f"{what} is not valid JSON ({exc.msg} at char {exc.pos})") from exc
+    except UnicodeDecodeError as exc:
+        raise MalformedRow("bad_json", f"{what} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except ValueError as exc:
+        raise as_malformed(exc) from exc
 
 
 class _StringOnlyUnpickler(pickle.Unpickler):

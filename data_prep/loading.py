@@ -104,22 +104,41 @@ def iter_problems(
     skips: SkipLog,
     wanted_date: Callable[[str], bool] | None = None,
 ) -> Iterator[Problem]:
-    """Convert raw rows to problems; malformed rows are recorded in ``skips`` and the stream goes on.
+    """Convert raw rows to problems; a row that cannot be converted, for whatever reason, is recorded in ``skips``
+    (source, row id, reason) and the stream goes on.
 
     ``wanted_date`` (LiveCodeBench only) selects rows by contest date before their tests are decoded.
     """
     for fallback_id, raw in rows:
-        row_id = f"{source.name}/{fallback_id}"
-        try:
+        problem = convert_row(source, fallback_id, raw, skips, wanted_date)
+        if problem is not None:
+            yield problem
+
+
+def convert_row(
+    source: Source,
+    fallback_id: str,
+    raw: Any,
+    skips: SkipLog,
+    wanted_date: Callable[[str], bool] | None = None,
+) -> Problem | None:
+    """One raw row as a problem; None when it is malformed (recorded in ``skips``) or not wanted. Integers up to
+    ``ground_truth.MAX_INTEGER_DIGITS`` digits are read exactly."""
+    row_id = f"{source.name}/{fallback_id}"
+    try:
+        with ground_truth.long_integers():
             row = ground_truth.loads_json(raw, "row")
             if not isinstance(row, dict):
                 raise MalformedRow("bad_json", f"row is a {type(row).__name__}, expected an object")
             row_id = problem_id_for(source, row, fallback_id)
             if wanted_date is not None and not wanted_date(lcb_row_date(row)):
-                continue
-            yield source.convert(row, row_id)
-        except MalformedRow as error:
-            skips.record(source.name, row_id, error)
+                return None
+            return source.convert(row, row_id)
+    except MemoryError:
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever one row does is that row's fault, reported by id
+        skips.record(source.name, row_id, ground_truth.as_malformed(error))
+        return None
 
 
 def sample_problems(include_large: bool = True) -> list[Problem]:

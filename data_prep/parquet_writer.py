@@ -96,10 +96,14 @@ class SplitWriter:
         self._writer = pq.ParquetWriter(path, ROW_SCHEMA, compression="zstd")
 
     def add(self, row: dict[str, Any]) -> None:
+        """Append a row. Raises ``UnicodeEncodeError`` (text parquet cannot hold: a lone surrogate, which JSON's
+        ``\\ud800`` escapes produce) before anything is kept, so a refused row leaves the file and hash as they were."""
         truth = row["reward_model"]["ground_truth"]
+        truth_bytes = truth.encode("utf-8")
+        _check_utf8({key: value for key, value in row.items() if key != "reward_model"})
         described = json.dumps({**row, "reward_model": {"style": row["reward_model"]["style"]}}, sort_keys=True)
         self._digest.update(described.encode("utf-8"))
-        self._digest.update(truth.encode("utf-8"))
+        self._digest.update(truth_bytes)
         size = len(truth) + len(described)
         if self._pending_bytes + size > self._max_group_bytes:
             self._flush()
@@ -119,3 +123,16 @@ class SplitWriter:
         if self._pending:
             self._writer.write_table(pa.Table.from_pylist(self._pending, schema=ROW_SCHEMA))
             self._pending, self._pending_bytes = [], 0
+
+
+def _check_utf8(value: Any) -> None:
+    """Encode every string of a row's nested lists and dicts as UTF-8 (raises ``UnicodeEncodeError`` on the first that
+    cannot be)."""
+    if isinstance(value, str):
+        value.encode("utf-8")
+    elif isinstance(value, dict):
+        for item in value.values():
+            _check_utf8(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_utf8(item)

@@ -45,6 +45,8 @@ class Problem:
     solutions: list[str] = field(default_factory=list)
     """Reference programs the source ships (TACO ``solutions``, PrimeIntellect ``gold_standard_solution``), raw or
     in a python fence; graded by ``python -m data_prep.verify_solutions``, never written to parquet."""
+    tags: list[str] = field(default_factory=list)
+    """The platform's topic tags where the source has them (TACO ``raw_tags`` and ``tags``), lower case."""
     public_tests: list[TestDict] = field(default_factory=list)
     """The tests the statement shows (LiveCodeBench ``public_test_cases``), in its order; graded by the multi-turn
     feedback loop, never by the reward. ``tests`` (the hidden set) may include them, as LiveCodeBench's does."""

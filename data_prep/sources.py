@@ -23,6 +23,7 @@ problem text only.
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ LCB_REPO = "livecodebench/code_generation_lite"
 DEEPCODER_REPO = "agentica-org/DeepCoder-Preview-Dataset"
 TACO_VERIFIED_REPO = "likaixin/TACO-verified"
 PRIMEINTELLECT_REPO = "PrimeIntellect/verifiable-coding-problems"
+_MAX_TAGS_CHARS = 10_000
+"""Longer tag columns are not parsed (a tag list is a few words; literal_eval of huge text is slow)."""
 LCB_FILES = ("test.jsonl", "test2.jsonl", "test3.jsonl", "test4.jsonl", "test5.jsonl", "test6.jsonl")
 
 RowConverter = Callable[[Any, str], Problem]
@@ -146,6 +149,7 @@ def convert_taco_verified_row(row: dict[str, Any], row_id: str) -> Problem:
         platform=platform,
         source_name="taco_verified",
         solutions=_strings(ground_truth.loads_list(row.get("solutions"), "solutions")),
+        tags=_taco_tags(row),
     )
 
 
@@ -272,6 +276,23 @@ def _metadata(row: dict[str, Any]) -> dict[str, Any]:
     """The row's ``metadata``: a dict (DeepCoder parquet) or JSON text (LiveCodeBench, PrimeIntellect); else {}."""
     metadata = ground_truth.loads_json(row.get("metadata") or {}, "metadata")
     return metadata if isinstance(metadata, dict) else {}
+
+
+def _taco_tags(row: dict[str, Any]) -> list[str]:
+    """TACO's ``raw_tags`` (the platform's tags) and ``tags`` (TACO's topics): Python list literals as text in BAAI/TACO
+    (its dataset card reads them with ``eval(sample["raw_tags"])``), or lists. Read with ``ast.literal_eval``; an
+    unreadable value gives no tags (tags only inform the ``interactive`` filter)."""
+    tags: list[str] = []
+    for column in ("raw_tags", "tags"):
+        value = row.get(column)
+        if isinstance(value, str) and len(value) <= _MAX_TAGS_CHARS:
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError, RecursionError):
+                value = None
+        if isinstance(value, list):
+            tags += [tag.strip().lower() for tag in value if isinstance(tag, str)]
+    return tags
 
 
 def _strings(values: list[Any]) -> list[str]:

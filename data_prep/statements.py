@@ -1,4 +1,5 @@
-"""Problem statements: the prompt wrapper some sources put around them, and the words duplicates are found by.
+"""Problem statements: the prompt wrapper some sources put around them, the words duplicates are found by, and
+whether a statement describes an interactive problem.
 
 PrimeIntellect's SYNTHETIC-1 prompts, and so DeepCoder's ``primeintellect`` config, wrap the statement as
 ``Solve the following coding problem using the programming language python:\\n\\n<statement>\\n\\nThe input will be
@@ -23,6 +24,8 @@ _IO_NOTE = re.compile(
     re.I,
 )
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^<>]{0,200}>")
+_INTERACTIVE_SENTENCE = re.compile(r"\bthis is an? interactive (?:problem|task)\b", re.I)
+_INTERACTION_HEADING = re.compile(r"^[ \t]*-*[ \t]*Interaction[ \t]*-*[ \t]*$", re.M)
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -38,3 +41,11 @@ def statement_words(statement: str) -> list[str]:
     are HTML), NFKC, lower case, runs of letters and digits (punctuation, markdown and spacing ignored)."""
     text = _HTML_TAG.sub(" ", html.unescape(strip_prompt_wrapper(statement)))
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def is_interactive_statement(statement: str) -> bool:
+    """True for the statement of an interactive problem: Codeforces opens one with "This is an interactive
+    problem." (AtCoder: "This is an interactive task.") and describes the protocol under an "Interaction" heading
+    where other problems have "Output" (TACO's Codeforces 1063C, printed in rllm-org/rllm
+    ``rllm/data/preprocess/code/taco.ipynb``: "This is an interactive problem. ... Interaction ...")."""
+    return bool(_INTERACTIVE_SENTENCE.search(statement) or _INTERACTION_HEADING.search(statement))

@@ -42,6 +42,7 @@ from tqdm import tqdm
 
 from data_prep.build import BuildConfig, BuildStats, resolve_mode, source_problems
 from data_prep.build_deepcoder_mix import add_source_arguments, source_settings
+from data_prep.ground_truth import as_malformed, long_integers
 from data_prep.loading import SourceUnavailable, sample_problems
 from data_prep.problem import Problem
 from data_prep.sources import lcb_release_files
@@ -235,14 +236,20 @@ def _drain(items: list[Verification]) -> Iterator[Verification]:
     items.clear()
 
 
-def other_wrapping(problem: GradedProblem) -> list[GradedProblem]:
-    """The problem under the other output-wrapping conventions: every expected value wrapped in a one-element list;
-    and, when every expected value is a one-element list, each unwrapped."""
-    outputs = [json.loads(test.output) for test in problem.tests]
-    variants = [[json.dumps([value]) for value in outputs]]
-    if all(isinstance(value, list) and len(value) == 1 for value in outputs):
-        variants.append([json.dumps(value[0]) for value in outputs])
-    return [
+def other_wrapping(problem: GradedProblem) -> list[tuple[GradedProblem, str]]:
+    """The problem under the other output-wrapping conventions, each with its ground-truth JSON: every expected value
+    wrapped in a one-element list; and, when every expected value is a one-element list, each unwrapped. Expected
+    values are read with the build's integer limit (``ground_truth.long_integers``).
+
+    Raises:
+        ValueError: an expected value holds an integer longer than ``ground_truth.MAX_INTEGER_DIGITS``.
+    """
+    with long_integers():
+        outputs = [json.loads(test.output) for test in problem.tests]
+        variants = [[json.dumps([value]) for value in outputs]]
+        if all(isinstance(value, list) and len(value) == 1 for value in outputs):
+            variants.append([json.dumps(value[0]) for value in outputs])
+    problems = [
         dataclasses.replace(
             problem,
             tests=tuple(
@@ -251,17 +258,29 @@ def other_wrapping(problem: GradedProblem) -> list[GradedProblem]:
         )
         for variant in variants
     ]
+    return [
+        (
+            variant,
+            json.dumps({"tests": [dataclasses.asdict(test) for test in variant.tests], "fn_name": variant.fn_name}),
+        )
+        for variant in problems
+    ]
 
 
 def check_other_wrapping(failed: list[Verification], grader: LocalGrader | RayGrader) -> None:
-    """For call-based problems whose gold solutions all got wrong_answer: does the other convention accept one?"""
+    """For call-based problems whose gold solutions all got wrong_answer: does the other convention accept one? A
+    problem whose variants cannot be made keeps ``other_wrapping_passes`` None and says why in ``detail``."""
     jobs, owners = [], []
     for verification in failed:
         if verification.problem.fn_name and set(verification.verdicts) == {"wrong_answer"}:
+            try:
+                variants = other_wrapping(verification.graded_problem)
+            except ValueError as exc:
+                verification.detail = f"other wrapping not checked: {as_malformed(exc).detail}; {verification.detail}"
+                continue
             verification.other_wrapping_passes = False
-            for variant in other_wrapping(verification.graded_problem):
-                truth = {"tests": [dataclasses.asdict(test) for test in variant.tests], "fn_name": variant.fn_name}
-                jobs.append((as_response(verification.problem.solutions[0]), variant, json.dumps(truth)))
+            for variant, truth in variants:
+                jobs.append((as_response(verification.problem.solutions[0]), variant, truth))
                 owners.append(verification)
     for verification, result in zip(owners, grader.grade_many(jobs), strict=True):
         verification.other_wrapping_passes |= result.verdict is Verdict.ACCEPTED

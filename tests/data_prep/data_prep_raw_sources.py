@@ -239,3 +239,63 @@ def primeintellect_row(problem: FixtureProblem, language: str = "python", drop: 
     if drop:
         row[drop] = None
     return row
+
+
+FACTORIAL_ARGUMENTS = (0, 1, 5, 20, 15_000)
+"""The codewars factorial kata of TACO-verified (issue 24): call-based, its largest expected output 15000! has
+56,130 digits, past CPython's 4,300-digit int <-> str limit that ``json.loads`` enforces."""
+FACTORIAL_GOLD = "import math\n\ndef factorial(n):\n    return math.factorial(n)\n"
+
+
+def factorial_kata_input_output() -> str:
+    """The kata's ``input_output`` as TACO stores it: JSON text, codewars outputs wrapped in one-element lists."""
+    import math
+    import sys
+
+    previous = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # writing the fixture itself needs the digits
+    try:
+        outputs = [[math.factorial(n)] for n in FACTORIAL_ARGUMENTS]
+        return json.dumps({"fn_name": "factorial", "inputs": [[n] for n in FACTORIAL_ARGUMENTS], "outputs": outputs})
+    finally:
+        sys.set_int_max_str_digits(previous)
+
+
+def factorial_kata_row(statement: str = "", solutions: list[str] | None = None) -> dict[str, Any]:
+    """A TACO-verified row of the kata (TACO's columns, ``source`` codewars)."""
+    return {
+        "question": statement or "Write a function factorial(n) that returns n! for 0 <= n <= 15000.",
+        "solutions": [FACTORIAL_GOLD] if solutions is None else solutions,
+        "starter_code": "def factorial(n):\n\t",
+        "input_output": factorial_kata_input_output(),
+        "difficulty": "EASY",
+        "raw_tags": "['Mathematics', 'Fundamentals']",
+        "name": "factorial",
+        "source": "codewars",
+        "tags": "['Mathematics']",
+        "skill_types": "[]",
+        "url": "",
+        "Expected Auxiliary Space": None,
+        "time_limit": None,
+        "date": None,
+        "picture_num": None,
+        "memory_limit": None,
+        "Expected Time Complexity": None,
+    }
+
+
+INTERACTIVE_STATEMENT = (
+    "This is an interactive problem.\n\nYou are asked to successively name n different integer points on the plane. "
+    "After naming each new point you will be given its color, black or white.\n\nInteraction\n\nThe first line of "
+    "the standard input stream contains an integer n (1 <= n <= 30).\n\nHacks\n\nTo hack a solution use the format: "
+    "the word hack, then n, then the colors."
+)
+"""Codeforces 1063C as TACO holds it, shortened: rllm-org/rllm ``rllm/data/preprocess/code/taco.ipynb`` prints the row
+(statement opening "This is an interactive problem.", an "Interaction" section, and judge settings as inputs)."""
+INTERACTIVE_INPUT_OUTPUT = json.dumps(
+    {
+        "inputs": ["hack\n30\n1 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n", "random\n22\n2\n"]
+        + [f"random\n{n}\n1\n" for n in range(3, 8)],
+        "outputs": ["0 1\n0 0 1000000000 2\n"] * 7,
+    }
+)

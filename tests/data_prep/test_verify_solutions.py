@@ -1,5 +1,7 @@
 """``python -m data_prep.verify_solutions`` on raw rows: correct conversions pass, a mis-converted problem is flagged
-(and the other wrapping convention named as the fix), and the build drops what failed."""
+(and the other wrapping convention named as the fix), and the build drops what failed. Two rows of TACO-verified's
+codewars factorial kata (a 56,130-digit expected output: issue 24) are graded, with a right and a wrong gold solution
+(the wrong one also goes through the other-wrapping check, which reads the expected outputs again)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ from pathlib import Path
 import pytest
 from data_prep_raw_sources import (
     DEEPCODER,
+    FACTORIAL_GOLD,
     LCB,
     TACO_VERIFIED,
     deepcoder_row,
+    factorial_kata_row,
     lcb_line,
     reference_code,
     sample_by_id,
@@ -59,7 +63,10 @@ def verified(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     misconverted = taco_verified_row(single_only, platform="geeksforgeeks")
     misconverted["solutions"] = [reference_code()["merge_bookings"]]
     (root / TACO_VERIFIED).mkdir(parents=True)
-    (root / TACO_VERIFIED / "taco_verified.json").write_text(json.dumps([misconverted]))
+    wrong_gold = FACTORIAL_GOLD.replace("math.factorial(n)", "math.factorial(n) + 1")
+    factorial_wrong = factorial_kata_row("The kata again, with a wrong gold solution.", [wrong_gold])
+    rows = [misconverted, factorial_kata_row(), factorial_wrong]
+    (root / TACO_VERIFIED / "taco_verified.json").write_text(json.dumps(rows))
     write_lcb(root / LCB, {"test6.jsonl": [lcb_line(sample["task_order"])]})
     out = root.parent / "verify.jsonl"
     args = [
@@ -93,15 +100,19 @@ def test_correct_conversions_pass_and_the_misconverted_problem_is_flagged(verifi
         f"{taco}:3": (True, "accepted", ["wrong_answer", "accepted"]),
         f"{taco}:4": (None, "no_gold", []),
         "taco_verified/taco_verified.json:0": (False, "wrong_answer", ["wrong_answer"]),
+        "taco_verified/taco_verified.json:1": (True, "accepted", ["accepted"]),
+        "taco_verified/taco_verified.json:2": (False, "wrong_answer", ["wrong_answer"]),
     }
     flagged = records["taco_verified/taco_verified.json:0"]
     assert flagged["other_wrapping_passes"] is True and flagged["functional"] is True
     assert records[f"{taco}:3"]["other_wrapping_passes"] is None
+    assert records["taco_verified/taco_verified.json:2"]["other_wrapping_passes"] is False
     assert summary["by_source"] == {
         "deepcoder_taco": {"accepted": 4, "no_gold": 1},
-        "taco_verified": {"failed_wrong_answer": 1, "other_wrapping_passes": 1},
+        "taco_verified": {"accepted": 1, "failed_wrong_answer": 2, "other_wrapping_passes": 1},
     }
-    assert summary["problems_graded"] == 5 and summary["solutions_graded"] == 6 and summary["problems_per_s"] > 0
+    assert summary["malformed_rows"]["total"] == 0
+    assert summary["problems_graded"] == 7 and summary["solutions_graded"] == 8 and summary["problems_per_s"] > 0
 
 
 def test_the_build_drops_problems_whose_gold_solutions_fail(verified, tmp_path: Path) -> None:
@@ -115,13 +126,13 @@ def test_the_build_drops_problems_whose_gold_solutions_fail(verified, tmp_path: 
         verified=root.parent / "verify.jsonl",
     )
     manifest = build_mix(config, log=lambda line: None)
-    assert manifest["filters"]["train"]["gold_failed_wrong_answer"] == {"taco": 1}
+    assert manifest["filters"]["train"]["gold_failed_wrong_answer"] == {"taco": 2}
     assert manifest["gold_verification"]["by_source"] == {
         "deepcoder_taco": {"no_gold": 1, "verified": 4},
-        "taco_verified": {"failed_wrong_answer": 1},
+        "taco_verified": {"failed_wrong_answer": 2, "verified": 1},
     }
-    assert manifest["per_source"]["taco_verified"]["dropped"] == {"gold_failed_wrong_answer": 1}
-    assert manifest["counts"]["train"]["by_source"] == {"taco": 5}
+    assert manifest["per_source"]["taco_verified"]["dropped"] == {"gold_failed_wrong_answer": 2}
+    assert manifest["counts"]["train"]["by_source"] == {"taco": 6}
 
 
 def test_the_ray_grading_pool_gives_the_same_verdicts(verified, tmp_path: Path) -> None:
