@@ -45,7 +45,7 @@ def statement_words(statement: str) -> list[str]:
 
 def is_interactive_statement(statement: str) -> bool:
     """True for the statement of an interactive problem: Codeforces opens one with "This is an interactive
-    problem." (AtCoder: "This is an interactive task.") and describes the protocol under an "Interaction" heading
-    where other problems have "Output" (TACO's Codeforces 1063C, printed in rllm-org/rllm
-    ``rllm/data/preprocess/code/taco.ipynb``: "This is an interactive problem. ... Interaction ...")."""
+    problem." and describes the protocol under an "Interaction" heading where other problems have "Output" (TACO's
+    Codeforces 1063C, printed by rllm-org/rllm ``rllm/data/preprocess/code/taco.ipynb``: "This is an interactive
+    problem. ... Interaction ..."); "interactive task" is matched too."""
     return bool(_INTERACTIVE_SENTENCE.search(statement) or _INTERACTION_HEADING.search(statement))
