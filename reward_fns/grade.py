@@ -15,15 +15,18 @@ A malformed line (bad JSON, missing key, unknown ``problem_id``, bad ground trut
 ``FILE:LINE: what is wrong`` and still gets an output line, with verdict ``internal_error``, so the output stays
 aligned with the input. Blank lines are skipped.
 
-Exit status: 0 when every completion got a verdict; 1 with ``--check-expected`` when a verdict differs from the
-line's ``expected_verdict``; 2 for bad arguments, unreadable files, or ``--isolation strict`` on a host that lacks
-a mechanism.
+Exit status: 0 when every completion got a verdict; 1 when every completion is ``internal_error`` (nothing was
+graded: bad ground truth, unknown problem ids), or with ``--check-expected`` when a verdict differs from the line's
+``expected_verdict``; 2 for bad arguments, unreadable files, a bad or misspelt ``REWARD_FNS_*`` variable, a problems
+file in which no ground truth parses (then nothing is graded), or ``--isolation strict`` on a host that lacks a
+mechanism. ``--out`` appears only when grading finished (it is written beside as ``<out>.partial`` first).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -139,9 +142,28 @@ def count_lines(path: Path) -> int:
         return sum(1 for line in lines if line.strip())
 
 
-def run(args: argparse.Namespace, config: GraderConfig, out: TextIO) -> list[SummaryRow]:
+class NothingToGrade(ValueError):
+    """No problem of the problems file has a usable ground truth: grading would only write internal errors."""
+
+
+def usable_problems(path: Path) -> ProblemTable:
+    """The problems file parsed; raises :class:`NothingToGrade` (naming the file, a reason and the fix) when none of
+    its ground truths parses."""
+    table = load_problems(path)
+    if table.problems:
+        return table
+    if not table.broken:
+        raise NothingToGrade(f"--problems {path} holds no problem line with problem_id and ground_truth")
+    problem_id, reason = next(iter(table.broken.items()))
+    raise NothingToGrade(
+        f"--problems {path}: none of its {len(table.broken)} problems has a usable ground truth (e.g. problem "
+        f'{problem_id!r}: {reason}); write it in the layout of docs/DESIGN.md "Ground truth" or one listed in '
+        'reward_fns/README.md "Ground-truth layouts" (python -m data_prep.build_deepcoder_mix writes it)'
+    )
+
+
+def run(args: argparse.Namespace, config: GraderConfig, out: TextIO, table: ProblemTable) -> list[SummaryRow]:
     """Grade every completion into ``out``; returns one summary row per completion."""
-    table = load_problems(args.problems)
     rows: list[SummaryRow] = []
     total = count_lines(args.completions)
     with GraderPool(args.workers, config) as pool:
@@ -187,18 +209,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    config = grader_config(grader_overrides(args))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with args.out.open("w", encoding="utf-8") as out:
-            rows = run(args, config, out)
+        config = grader_config(grader_overrides(args))
+        table = usable_problems(args.problems)
+    except ValueError as exc:
+        print(f"python -m reward_fns.grade: error: {exc}", file=sys.stderr)
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.out.with_name(args.out.name + ".partial")
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            rows = run(args, config, out, table)
     except IsolationUnavailableError as exc:
+        partial.unlink(missing_ok=True)
         print(f"error: {exc}\n(--isolation strict refuses to run without every mechanism; use auto)", file=sys.stderr)
         return 2
+    except BaseException:
+        partial.unlink(missing_ok=True)  # nothing half-written: --out appears complete or not at all
+        raise
+    os.replace(partial, args.out)
     if args.summary:
         print(format_summary(rows))
     mismatches = [row for row in rows if row.mismatch]
     print(f"graded {len(rows)} completions into {args.out}", file=sys.stderr)
+    if rows and all(row.verdict == Verdict.INTERNAL_ERROR.value for row in rows):
+        print(
+            f"python -m reward_fns.grade: error: all {len(rows)} completions are internal_error, none was graded "
+            f"(see the detail column of {args.out}): check that their problem_ids are in {args.problems} and that "
+            "its ground truths parse (the FILE:LINE messages above)",
+            file=sys.stderr,
+        )
+        return 1
     if args.check_expected and mismatches:
         print(f"{len(mismatches)} verdict(s) differ from expected_verdict", file=sys.stderr)
         return 1

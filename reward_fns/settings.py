@@ -8,11 +8,17 @@ Values are parsed by the field's annotated type, explicitly (``bool("false")`` w
 ``bool`` takes true/false, 1/0, yes/no, on/off in any case; ``int`` an integer (``"4096"``, ``4096``, ``4096.0``);
 ``float`` any number; a ``Literal`` one of its choices; ``X | None`` also ``none`` / ``null``. Anything else is a
 ``ValueError`` naming the setting, the value and what it must be.
+
+A variable under the prefix whose name is close to a field's but is none (``REWARD_FNS_TIME_LIMT_S``) is a
+``ValueError`` too, naming the field it resembles: a misspelt limit would otherwise be ignored without a word. Names
+that resemble no field are left alone (``REWARD_FNS_POOL_*`` share the grader's prefix, and other tools may define
+variables of their own).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
@@ -22,6 +28,9 @@ SettingsT = TypeVar("SettingsT")
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 _NONE = frozenset({"none", "null"})
+MISSPELLING_CUTOFF = 0.75
+"""``difflib`` similarity from which an unknown variable counts as a misspelt field name (``TIME_LIMT_S`` vs
+``TIME_LIMIT_S``: 0.96; the pool's ``POOL_*`` names against the grader's fields: at most 0.6)."""
 
 
 def settings_from(
@@ -45,6 +54,12 @@ def settings_from(
     unknown = sorted(key for key in given if not key.startswith(key_prefix) or key[len(key_prefix) :] not in fields)
     if unknown:
         raise ValueError(f"unknown {label} setting(s) {unknown}; valid: {sorted(key_prefix + name for name in fields)}")
+    misspelt = misspelt_variables(environ, env_prefix, fields)
+    if misspelt:
+        raise ValueError(
+            f"unknown {label} environment variable(s): {'; '.join(misspelt)}. Correct the name or unset it "
+            f"(valid: {', '.join(sorted(env_prefix + name.upper() for name in fields))})"
+        )
     given = {key[len(key_prefix) :]: value for key, value in given.items()}
     values: dict[str, Any] = {}
     for name in fields:
@@ -54,6 +69,20 @@ def settings_from(
         elif variable in environ:
             values[name] = parse_setting(hints[name], environ[variable], f"{label} setting {variable}")
     return cls(**values)
+
+
+def misspelt_variables(environ: Mapping[str, str], env_prefix: str, fields: set[str]) -> list[str]:
+    """``"NAME (did you mean FIELD?)"`` for each variable under ``env_prefix`` that names no field but resembles one."""
+    names = sorted(name.upper() for name in fields)
+    found = []
+    for variable in sorted(environ):
+        rest = variable[len(env_prefix) :] if variable.startswith(env_prefix) else None
+        if rest is None or rest in names:
+            continue
+        close = difflib.get_close_matches(rest, names, n=1, cutoff=MISSPELLING_CUTOFF)
+        if close:
+            found.append(f"{variable} (did you mean {env_prefix}{close[0]}?)")
+    return found
 
 
 def parse_setting(hint: Any, value: Any, source: str) -> Any:

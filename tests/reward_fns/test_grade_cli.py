@@ -196,3 +196,47 @@ def test_completions_are_streamed_not_read_all_at_once():
         assert (first.line_number, result.verdict) == (0, "accepted")
         assert len(consumed) <= 4
         assert [completion.line_number for completion, _ in graded] == list(range(1, 50))
+
+
+def test_a_problems_file_without_one_usable_ground_truth_fails_at_once_and_writes_nothing(tmp_path, capsys):
+    problems = tmp_path / "problems.jsonl"
+    write_lines(problems, [{"problem_id": "a", "ground_truth": "{not json"}, {"problem_id": "b", "ground_truth": "[]"}])
+    completions = tmp_path / "completions.jsonl"
+    write_lines(completions, [{"problem_id": "a", "completion": SUM_OK}])
+    out = tmp_path / "graded.jsonl"
+    assert run_cli(problems, completions, out) == 2
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert error.startswith(f"python -m reward_fns.grade: error: --problems {problems}: none of its 2 problems")
+    assert "python -m data_prep.build_deepcoder_mix writes it" in error
+    assert not out.exists() and not list(tmp_path.glob("graded.jsonl*"))
+
+
+def test_all_completions_internal_error_is_a_failure(problems_file, tmp_path, capsys):
+    completions = tmp_path / "completions.jsonl"
+    write_lines(
+        completions, [{"problem_id": "broken", "completion": SUM_OK}, {"problem_id": "x", "completion": SUM_OK}]
+    )
+    out = tmp_path / "graded.jsonl"
+    assert run_cli(problems_file, completions, out) == 1
+    assert "error: all 2 completions are internal_error" in capsys.readouterr().err
+    assert [row["verdict"] for row in read_out(out)] == ["internal_error", "internal_error"]  # aligned, complete
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("REWARD_FNS_TIME_LIMIT_S", "abc", "grader setting REWARD_FNS_TIME_LIMIT_S='abc' must be a number"),
+        ("REWARD_FNS_TIME_LIMT_S", "5", "REWARD_FNS_TIME_LIMT_S (did you mean REWARD_FNS_TIME_LIMIT_S?)"),
+    ],
+)
+def test_a_bad_or_misspelt_variable_stops_before_grading(
+    problems_file, tmp_path, capsys, monkeypatch, variable, value, message
+):
+    monkeypatch.setenv(variable, value)
+    completions = tmp_path / "completions.jsonl"
+    write_lines(completions, [{"problem_id": "sum", "completion": SUM_OK}])
+    out = tmp_path / "graded.jsonl"
+    assert run_cli(problems_file, completions, out) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("python -m reward_fns.grade: error: ") and message in error
+    assert not out.exists()

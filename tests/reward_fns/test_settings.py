@@ -76,3 +76,25 @@ def test_key_prefix_is_required_and_stripped():
 def test_integers_written_as_whole_floats_are_integers():
     assert parse_setting(int, 4096.0, "x") == 4096
     assert parse_setting(float, 3, "x") == 3.0
+
+
+def test_a_misspelt_variable_is_an_error_naming_the_field_it_resembles():
+    with pytest.raises(ValueError, match=r"EX_CONUT \(did you mean EX_COUNT\?\)"):
+        example(environ={"EX_CONUT": "4"})
+    assert example(environ={"EX_UNRELATED_THING": "1", "OTHER_COUNT": "9"}).count == 3  # no field resembled
+
+
+def test_the_pool_variables_are_not_taken_for_misspelt_grader_settings():
+    """Both families share the prefix REWARD_FNS_: every pool variable set at once leaves the grader's reading alone,
+    and a misspelt one is caught by the pool's reading."""
+    import dataclasses
+
+    from reward_fns.ray_pool.config import ENV_PREFIX, PoolConfig, pool_config
+    from reward_fns.score import grader_config
+
+    pool_variables = {ENV_PREFIX + field.name.upper(): "1" for field in dataclasses.fields(PoolConfig)}
+    assert grader_config({}, pool_variables).time_limit_s > 0
+    with pytest.raises(ValueError, match=r"REWARD_FNS_POOL_WORKER \(did you mean REWARD_FNS_POOL_WORKERS\?\)"):
+        pool_config({}, {"REWARD_FNS_POOL_WORKER": "4"})
+    with pytest.raises(ValueError, match=r"REWARD_FNS_TIME_LIMT_S \(did you mean REWARD_FNS_TIME_LIMIT_S\?\)"):
+        grader_config({}, {"REWARD_FNS_TIME_LIMT_S": "5"})
