@@ -178,7 +178,11 @@ def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[s
     _write_test_split(_test_problems(config, mode, sample, lcb_files, stats), test_writer, index, config, stats)
     test_hash = test_writer.close()
     expected = config.expected_test_count or known_test_count(config.lcb_version, config.window)
-    if expected is not None and mode != "sample" and test_writer.rows_written != expected:
+    if not test_writer.rows_written:
+        stats.warnings.append(
+            f"the test split is empty: no problem is dated in [{config.window.test_start}, {config.window.test_end})"
+        )
+    elif expected is not None and mode != "sample" and test_writer.rows_written != expected:
         stats.warnings.append(
             f"test split has {test_writer.rows_written} problems; LiveCodeBench {config.lcb_version} "
             f"[{config.window.test_start}, {config.window.test_end}) should have {expected}"

@@ -8,6 +8,7 @@ python -m data_prep.build_deepcoder_mix --from sample --out data/sample_mix     
 from __future__ import annotations
 
 import argparse
+import datetime
 import sys
 from pathlib import Path
 
@@ -189,7 +190,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.public_tests < 0:
         parser.error("--public-tests must be >= 0")
+    check_dates(parser, args)
     return args
+
+
+def check_dates(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--test-start``, ``--test-end`` and ``--train-before`` are calendar dates and the test window is not empty.
+    (The build compares dates as ``YYYY-MM-DD`` text: anything else would silently select nothing.)"""
+    for flag in ("test_start", "test_end", "train_before"):
+        value = getattr(args, flag)
+        if value is None:
+            continue
+        try:
+            date = datetime.date.fromisoformat(value)
+        except ValueError:
+            parser.error(f"--{flag.replace('_', '-')} {value!r} is not a date: write YYYY-MM-DD, e.g. 2024-08-01")
+        setattr(args, flag, date.isoformat())
+    if args.test_start >= args.test_end:
+        parser.error(
+            f"the test window [--test-start {args.test_start}, --test-end {args.test_end}) is empty: --test-end must "
+            "come after --test-start (the window includes its start and excludes its end)"
+        )
 
 
 def config_from_args(args: argparse.Namespace) -> BuildConfig:

@@ -14,14 +14,21 @@ signal), chosen by the order of sha256(seed:problem_id), so the same rollouts al
 ``debug_ids`` are exactly the problems written there.
 
     python -m data_prep.filter_by_pass_rate --rollouts R.jsonl --data train.parquet --out train_filtered.parquet \\
-        --debug-subset 64
+        --debug-subset 64 --debug-out data/debug_64/train.parquet
+
+Bad input stops the run before anything is written (exit 2, one message naming the file and the fix): a missing
+or non-parquet ``--data``, one without ``reward_model`` or ``extra_info.problem_id`` (not written by
+``build_deepcoder_mix``), rollouts none of whose problem ids is in ``--data``. The outputs are written beside as
+``*.partial`` and renamed when complete.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -58,9 +65,14 @@ def read_rollouts(path: Path) -> PassCounts:
     no verdict, when ``score > 0``).
 
     Raises:
-        ValueError: naming the file and line of a line that is not JSON or lacks ``problem_id``/``verdict``/``score``.
+        ValueError: the file is missing, or naming the file and line of a line that is not JSON or lacks
+            ``problem_id``/``verdict``/``score``.
     """
     counts = PassCounts()
+    if not path.is_file():
+        raise ValueError(
+            f"--rollouts {path} does not exist (write it with python -m reward_fns.grade ... --out {path})"
+        )
     with open(path, encoding="utf-8") as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -91,10 +103,45 @@ def debug_subset(counts: PassCounts, size: int, seed: int = 0, available: set[st
     return sorted(mixed, key=lambda problem_id: hashlib.sha256(f"{seed}:{problem_id}".encode()).hexdigest())[:size]
 
 
+REBUILD = "pass the train.parquet written by python -m data_prep.build_deepcoder_mix"
+
+
 def data_problem_ids(data: Path) -> set[str]:
-    """``extra_info.problem_id`` of every row of ``data`` (reads only the small ``extra_info`` column)."""
+    """``extra_info.problem_id`` of every row of ``data`` (reads only the small ``extra_info`` column).
+
+    Raises:
+        ValueError: ``data`` is missing, not parquet, or not a verl parquet of ``build_deepcoder_mix`` (no
+            ``reward_model``, no ``extra_info.problem_id``).
+    """
+    if not data.is_file():
+        raise ValueError(f"--data {data} does not exist; {REBUILD}")
+    try:
+        schema = pq.read_schema(data)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ValueError(f"--data {data} is not a parquet file ({exc}); {REBUILD}") from exc
+    if "reward_model" not in schema.names or "extra_info" not in schema.names:
+        raise ValueError(f"--data {data} has no reward_model/extra_info columns (has {schema.names}); {REBUILD}")
+    if "problem_id" not in {field.name for field in schema.field("extra_info").type}:
+        raise ValueError(f"--data {data} has no extra_info.problem_id to match rollouts by; {REBUILD}")
     column = pq.read_table(data, columns=["extra_info"]).column("extra_info").combine_chunks()
     return set(column.field("problem_id").to_pylist())
+
+
+def check_overlap(counts: PassCounts, data_ids: set[str], rollouts: Path, data: Path) -> str | None:
+    """Raises ValueError when no rollout names a problem of the data (the filter would keep everything); returns a
+    warning when only some do."""
+    known = set(counts.rollouts) & data_ids
+    if not known:
+        examples = ", ".join(repr(problem_id) for problem_id in sorted(counts.rollouts)[:3])
+        raise ValueError(
+            f"none of the {len(counts.rollouts)} problem ids of --rollouts {rollouts} (e.g. {examples}) is in --data "
+            f"{data} (e.g. {sorted(data_ids)[:3]}): grade the rollouts on this data's problems "
+            "(their problem_id is the parquet's extra_info.problem_id) or pass the data they were graded on"
+        )
+    unknown = len(counts.rollouts) - len(known)
+    if unknown:
+        return f"{unknown} of the {len(counts.rollouts)} problems of {rollouts} are not in {data} and are ignored"
+    return None
 
 
 def filter_parquet(
@@ -105,32 +152,45 @@ def filter_parquet(
     debug_ids: list[str] | None = None,
     debug_out: Path | None = None,
 ) -> dict[str, Any]:
-    """Stream ``data`` row group by row group into ``out`` (and the debug subset into ``debug_out``)."""
+    """Stream ``data`` row group by row group into ``out`` (and the debug subset into ``debug_out``); each file is
+    written as ``<name>.partial`` and renamed when complete, so an interrupted run leaves no half file."""
     dropped = {"all_pass"} | ({"all_fail"} if drop_all_fail else set())
     wanted_debug = set(debug_ids or ())
     parquet = pq.ParquetFile(data)
     categories: Counter = Counter()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    writer = pq.ParquetWriter(out, parquet.schema_arrow, compression="zstd")
-    debug_writer = pq.ParquetWriter(debug_out, parquet.schema_arrow, compression="zstd") if debug_out else None
+    targets = [out] + ([debug_out] if debug_out else [])
+    partial = {target: target.with_name(target.name + ".partial") for target in targets}
+    for target in targets:
+        target.parent.mkdir(parents=True, exist_ok=True)
     kept_rows = debug_rows = 0
     seen_ids: set[str] = set()
-    for group in tqdm(range(parquet.num_row_groups), desc="filter by pass rate", unit=" row groups"):
-        table = parquet.read_row_group(group)
-        ids = table.column("extra_info").combine_chunks().field("problem_id").to_pylist()
-        seen_ids.update(ids)
-        row_categories = [counts.category(problem_id) for problem_id in ids]
-        categories.update(row_categories)
-        keep = pa.array([category not in dropped for category in row_categories])
-        writer.write_table(table.filter(keep))
-        kept_rows += int(sum(keep.to_pylist()))
-        if debug_writer is not None:
-            chosen = table.filter(pa.array([problem_id in wanted_debug for problem_id in ids]))
-            debug_writer.write_table(chosen)
-            debug_rows += chosen.num_rows
-    writer.close()
-    if debug_writer is not None:
-        debug_writer.close()
+    try:
+        with contextlib.ExitStack() as closing:
+            writer = closing.enter_context(pq.ParquetWriter(partial[out], parquet.schema_arrow, compression="zstd"))
+            debug_writer = (
+                closing.enter_context(pq.ParquetWriter(partial[debug_out], parquet.schema_arrow, compression="zstd"))
+                if debug_out
+                else None
+            )
+            for group in tqdm(range(parquet.num_row_groups), desc="filter by pass rate", unit=" row groups"):
+                table = parquet.read_row_group(group)
+                ids = table.column("extra_info").combine_chunks().field("problem_id").to_pylist()
+                seen_ids.update(ids)
+                row_categories = [counts.category(problem_id) for problem_id in ids]
+                categories.update(row_categories)
+                keep = pa.array([category not in dropped for category in row_categories])
+                writer.write_table(table.filter(keep))
+                kept_rows += int(sum(keep.to_pylist()))
+                if debug_writer is not None:
+                    chosen = table.filter(pa.array([problem_id in wanted_debug for problem_id in ids]))
+                    debug_writer.write_table(chosen)
+                    debug_rows += chosen.num_rows
+    except BaseException:
+        for path in partial.values():
+            path.unlink(missing_ok=True)
+        raise
+    for target, path in partial.items():
+        os.replace(path, target)
     return {
         "rows_read": sum(categories.values()),
         "rows_written": kept_rows,
@@ -169,12 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         counts = read_rollouts(args.rollouts)
-    except ValueError as exc:
+        data_ids = data_problem_ids(args.data)
+        warning = check_overlap(counts, data_ids, args.rollouts, args.data)
+    except (OSError, ValueError) as exc:
         print(f"filter_by_pass_rate: error: {exc}", file=sys.stderr)
         return 2
-    debug_ids = (
-        debug_subset(counts, args.debug_subset, args.seed, data_problem_ids(args.data)) if args.debug_subset else []
-    )
+    if warning:
+        print(f"filter_by_pass_rate: warning: {warning}", file=sys.stderr)
+    debug_ids = debug_subset(counts, args.debug_subset, args.seed, data_ids) if args.debug_subset else []
     debug_out = None
     if args.debug_subset:
         debug_out = args.debug_out or args.out.with_name(f"{args.out.stem}.debug{args.debug_subset}.parquet")
