@@ -18,13 +18,16 @@ verl_ext's estimators and losses need nothing here: `import verl` loads them in 
 point `verl.plugins`). Config directory: `$NOUSCODER_CONFIG_DIR` if set, else `configs/` of this repository
 (two levels above this file; an editable install). Hydra's own flags work as usual: `--cfg job` prints the
 composed config and exits (no Ray, no GPU), `--resolve` resolves it, `--config-dir DIR` adds a directory, and
-`--help` lists the configs.
+`--help` lists the experiments. A `--config-name` that names no experiment is refused before hydra starts, with the
+list of experiments.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import hydra
@@ -55,6 +58,52 @@ def config_dir() -> Path:
             f"or set {CONFIG_DIR_ENV} to its configs/ directory."
         )
     return directory
+
+
+def experiment_names(directories: Sequence[Path]) -> list[str]:
+    """The configs one can run: top-level YAML files of the config directories, but the shared pieces (``_*.yaml``)
+    and the base every experiment includes."""
+    names = {
+        path.stem
+        for directory in directories
+        for path in directory.glob("*.yaml")
+        if not path.stem.startswith("_") and path.stem != "nouscoder_base"
+    }
+    return sorted(names)
+
+
+def _flag_value(argv: Sequence[str], flags: tuple[str, ...]) -> str | None:
+    """The value of the last of ``flags`` in ``argv`` (``--flag VALUE`` or ``--flag=VALUE``)."""
+    value = None
+    for position, word in enumerate(argv):
+        name, equals, inline = word.partition("=")
+        if name in flags:
+            value = inline if equals else (argv[position + 1] if position + 1 < len(argv) else None)
+    return value
+
+
+def check_config_name(argv: Sequence[str]) -> None:
+    """Exit 2 with the list of experiments when ``--config-name`` (``-cn``) names no config of ``configs/`` (or of a
+    ``--config-dir``): hydra would only say it cannot find it."""
+    name = _flag_value(argv, ("--config-name", "-cn"))
+    if name is None:
+        return
+    directories = [config_dir()]
+    extra = _flag_value(argv, ("--config-dir", "-cd"))
+    if extra:
+        directories.append(Path(extra))
+    if any((directory / f"{name.removesuffix('.yaml')}.yaml").is_file() for directory in directories):
+        return
+    names = experiment_names(directories)
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    where = ", ".join(str(directory) for directory in directories)
+    print(
+        f"recipe.nouscoder.main: error: no experiment config {name!r} in {where}{hint}. "
+        f"Experiments: {', '.join(names)} (--help describes each).",
+        file=sys.stderr,
+    )
+    sys.exit(2)
 
 
 def prepare_config(config: DictConfig) -> None:
@@ -138,5 +187,11 @@ def main(config: DictConfig) -> None:
         sys.exit(2)
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """``python -m recipe.nouscoder.main``: the experiment name checked, then hydra."""
+    check_config_name(sys.argv[1:])
     main()
+
+
+if __name__ == "__main__":
+    cli()

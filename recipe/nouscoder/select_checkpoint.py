@@ -116,12 +116,28 @@ def read_step_metrics(metrics_file: Path) -> dict[int, dict[str, float]]:
     return by_step
 
 
+class NoValidationScores(ValueError):
+    """The run logged no validation metric at all: nothing to rank its checkpoints by."""
+
+
 def resolve_metric_key(step_metrics: dict[int, dict[str, float]], pattern: str) -> str:
-    """The single metric key matching `pattern` across all logged steps."""
+    """The single metric key matching `pattern` across all logged steps.
+
+    Raises:
+        NoValidationScores: no `val-*` key was logged at any step (the run never validated).
+        ValueError: the pattern matches no key or several.
+    """
     regex = re.compile(pattern)
     keys = sorted({key for metrics in step_metrics.values() for key in metrics if regex.search(key)})
     if len(keys) != 1:
         val_keys = sorted({key for metrics in step_metrics.values() for key in metrics if key.startswith("val-")})
+        if not val_keys:
+            raise NoValidationScores(
+                "no validation score was logged (no val-* key at any step): the run never validated, so there is "
+                "nothing to rank its checkpoints by. Train with validation: data.val_files=TEST.parquet "
+                "trainer.test_freq=N (N dividing trainer.save_freq, so every saved step is scored); or merge a "
+                "checkpoint of your choice with " + merge_command(Path("RUN_DIR/global_step_N/actor"), Path("OUT"))
+            )
         raise ValueError(
             f"--metric {pattern!r} must match exactly one logged key, matched {keys}. "
             f"Validation keys logged: {val_keys[:20]}. Pass --metric with a pattern that picks one."
@@ -214,11 +230,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run_dir = args.run_dir.resolve()
     metrics_file = args.metrics_file or run_dir / METRICS_FILE_NAME
-    selection = select_best(run_dir, metrics_file, args.metric)
+    try:
+        selection = select_best(run_dir, metrics_file, args.metric)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"select_checkpoint: error: {run_dir}: {exc}", file=sys.stderr)
+        return 2
     target_dir = args.target_dir or run_dir / MERGED_DIR_NAME / f"global_step_{selection.step}"
     print(
         f"selected global_step_{selection.step}: {selection.metric_key} = {selection.score:.4f}",
@@ -227,9 +247,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.no_merge:
         print(merge_command(selection.actor_dir, target_dir), file=sys.stderr)
         print(selection.actor_dir)
-        return
+        return 0
     print(merge_to_hf(selection.actor_dir, target_dir))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -54,12 +54,28 @@ def test_overrides_reach_the_printed_config(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration  # the CLI in a subprocess
-def test_help_lists_every_experiment_config_and_flag(tmp_path: Path) -> None:
+def test_help_lists_the_experiments_first_and_every_flag(tmp_path: Path) -> None:
     text = _run_main("--help", cwd=tmp_path).stdout
-    for name in sorted(p.stem for p in (REPO / "configs").glob("*.yaml") if not p.stem.startswith(("_", "nouscoder"))):
+    for name in main.experiment_names([REPO / "configs"]):
         assert name in text, name
     for flag in ("--config-name", "--cfg job", "--config-dir", "KEY=VALUE", "--help"):
         assert flag in text, flag
+    lines = text.splitlines()
+    assert len(lines) < 60, "--help prints the composed config again (--cfg job does that)"
+    assert lines.index("Experiment configs (--config-name NAME):") < 5
+
+
+def test_an_unknown_config_name_is_refused_with_the_list_of_experiments(capsys) -> None:
+    for argv in (["--config-name", "dapo_32kk"], ["--config-name=dapo_32kk", "trainer.nnodes=1"], ["-cn", "dapo_32kk"]):
+        with pytest.raises(SystemExit) as stop:
+            main.check_config_name(argv)
+        assert stop.value.code == 2
+        error = capsys.readouterr().err
+        assert error.startswith("recipe.nouscoder.main: error: no experiment config 'dapo_32kk' in ")
+        assert "(did you mean dapo_32k?)" in error and "debug_cpu, debug_cpu_extended" in error
+        assert "nouscoder_base" not in error and ", _" not in error  # shared pieces are not experiments
+    main.check_config_name(["--config-name", "debug_cpu"])  # a known one passes
+    main.check_config_name(["--cfg", "job"])  # the default experiment
 
 
 def test_prepare_config_makes_the_run_dir_absolute(tmp_path: Path, monkeypatch) -> None:

@@ -122,6 +122,21 @@ def test_missing_tracker_says_what_to_do(tmp_path: Path) -> None:
         sc.select_best(tmp_path, tmp_path / "metrics.jsonl")
 
 
+def test_a_run_that_never_validated_is_one_message_saying_how_to_get_scores(tmp_path: Path, capsys) -> None:
+    """The demo's run (trainer.test_freq=-1): no traceback, exit 2, what to pass to get scores or how to merge."""
+    _write_checkpoint(tmp_path, 2, with_weights=False)
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("2")
+    _write_metrics(tmp_path / "metrics.jsonl", [(1, {"actor/pg_loss": 0.1}), (2, {"actor/pg_loss": 0.2})])
+    assert sc.main([str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert (
+        error.startswith(f"select_checkpoint: error: {tmp_path}: no validation score was logged") and "\n" not in error
+    )
+    assert "data.val_files=TEST.parquet trainer.test_freq=N" in error and "verl.model_merger merge" in error
+    assert sc.main([str(tmp_path / "missing")]) == 2
+    assert "latest_checkpointed_iteration.txt not found" in capsys.readouterr().err
+
+
 def test_cli_merges_with_verl_model_merger_and_prints_path_last(run_dir: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "recipe.nouscoder.select_checkpoint", str(run_dir)],
