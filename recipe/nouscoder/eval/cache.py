@@ -56,6 +56,21 @@ def _complete_lines(path: Path) -> Iterator[str]:
                 yield line
 
 
+def keep_only(path: Path, keys: Iterable[SampleKey]) -> int:
+    """Rewrite ``path`` with the last record of each of ``keys``, in that order, dropping every other line (samples of
+    an earlier evaluation, superseded grades); atomic (a ``.partial`` file renamed). Returns the lines dropped."""
+    if not path.exists():
+        return 0
+    records = read_records([path])
+    kept = [records[key] for key in dict.fromkeys(keys) if key in records]
+    lines_before = sum(1 for _ in _complete_lines(path))
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(record) + "\n" for record in kept)
+    os.replace(partial, path)
+    return lines_before - len(kept)
+
+
 class AppendOnlyJsonl:
     """An append-only JSONL file; ``append`` writes one record and flushes it to the OS."""
 

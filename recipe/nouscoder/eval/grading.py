@@ -3,7 +3,9 @@
 The program is the last fenced python block (``reward_fns.extract.extract_code``), run by
 ``reward_fns.sandbox.GraderPool`` with the same ``GraderConfig`` as the training reward, in input order through
 ``reward_fns.batch_grading`` (the library behind the grading CLI). Samples already in the cache are skipped, so
-a killed run resumes where it stopped (a sample whose text changed is graded again).
+a killed run resumes where it stopped (a sample whose text changed is graded again). When grading ends, the cache is
+rewritten to hold exactly this evaluation's samples, once each: an ``--out`` reused with other completions, another
+``--n`` or changed texts keeps no stale rows.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from recipe.nouscoder.eval.cache import AppendOnlyJsonl, read_records
+from recipe.nouscoder.eval.cache import AppendOnlyJsonl, keep_only, read_records
 from recipe.nouscoder.eval.data import iter_ground_truths
 from recipe.nouscoder.eval.samples import Sample
 from reward_fns.batch_grading import Completion, grade_in_order, output_record
@@ -76,17 +78,20 @@ def completions_in_file_order(pending: Sequence[Sample], data_path: Path) -> Ite
 def grade_pending(
     samples: Sequence[Sample], data_path: Path, config: GraderConfig, workers: int, cache_path: Path
 ) -> int:
-    """Grade the samples not yet in ``cache_path`` and append their results; returns how many were graded."""
+    """Grade the samples not yet in ``cache_path`` and append their results, then keep only ``samples``' records in
+    it; returns how many were graded."""
     done = read_records([cache_path])
     pending = [
         sample
         for sample in samples
         if sample.key not in done or done[sample.key].get("completion_sha256") != completion_digest(sample.completion)
     ]
-    if not pending:
-        return 0
-    with AppendOnlyJsonl(cache_path) as cache, GraderPool(workers, config) as pool:
-        graded = grade_in_order(completions_in_file_order(pending, data_path), pool)
-        for completion, result in tqdm(graded, total=len(pending), desc="grading", unit="sample", file=sys.stderr):
-            cache.append(output_record(completion, result))
+    if pending:
+        with AppendOnlyJsonl(cache_path) as cache, GraderPool(workers, config) as pool:
+            graded = grade_in_order(completions_in_file_order(pending, data_path), pool)
+            for completion, result in tqdm(graded, total=len(pending), desc="grading", unit="sample", file=sys.stderr):
+                cache.append(output_record(completion, result))
+    dropped = keep_only(cache_path, (sample.key for sample in samples))
+    if dropped:
+        logger.warning("%s: dropped %d rows of samples not in this evaluation or graded again", cache_path, dropped)
     return len(pending)

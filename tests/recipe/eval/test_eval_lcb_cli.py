@@ -144,6 +144,10 @@ def test_n_selects_the_first_samples(sample_eval: dict) -> None:
     for problem_id, c in sample_eval["correct"].items():
         assert rows[problem_id]["n"] == 2
         assert rows[problem_id]["correct"] == min(c, 2)
+    graded = [json.loads(line) for line in (out / "graded.jsonl").read_text().splitlines()]
+    keys = [(row["problem_id"], row["sample_index"]) for row in graded]
+    assert len(keys) == len(set(keys)) == 2 * len(sample_eval["correct"])  # the reused --out keeps no stale rows
+    assert {index for _, index in keys} == {0, 1}
 
 
 def test_report_csv_and_plots_are_written(sample_eval: dict) -> None:
