@@ -6,10 +6,9 @@
     python -m recipe.nouscoder.eval_lcb --completions FILE --data test.parquet --out DIR
     python -m recipe.nouscoder.eval_lcb compare BASE/results.json TRAINED/results.json --out DIR
 
-Files in ``--out``: ``generations/`` (vLLM samples, append-only), ``graded.jsonl`` (grades: appended while grading,
-then exactly this evaluation's samples),
-``results.json``, ``per_problem.csv``, ``report.md``, ``pass1_by_difficulty.png``, ``length_hist.png``,
-``pass_at_k.png``. Rerunning the same command resumes: only samples missing from the caches are generated
+Files in ``--out``: ``generations/`` (vLLM samples, append-only), ``graded.jsonl`` (grades: appended while
+grading, then exactly this evaluation's samples), ``results.json``, ``per_problem.csv``, ``report.md``,
+``pass1_by_difficulty.png``, ``length_hist.png``, ``pass_at_k.png``. Rerunning the same command resumes: only samples missing from the caches are generated
 or graded. Metrics and their formulas: ``recipe/nouscoder/eval/metrics.py``; documentation: ``recipe/nouscoder/eval/README.md``.
 With ``--turns N`` (N >= 2) each sample is a conversation with public-test feedback (``recipe.nouscoder.eval.multi_turn``); the
 first turns are also graded (``graded_first_turn.jsonl``), so the report holds single-turn and multi-turn pass@k.

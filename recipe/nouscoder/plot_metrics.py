@@ -18,6 +18,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 Series = dict[str, tuple[list[int], list[float]]]
 
@@ -51,11 +53,21 @@ FIGURES: dict[str, list[list[tuple[str, str]]]] = {
     ],
 }
 STAGED_METRICS = {"nouscoder/temperature", "nouscoder/online_filter/removed_problems"}  # drawn as steps
+TITLES = {
+    "length_by_correctness": "Response length, correct vs incorrect, and truncation",
+    "pass_rate": "Pass rate and group outcomes",
+    "diversity": "Within-group diversity and sampling temperature",
+}
 Y_LABELS = {
     "length_by_correctness": ["response tokens", "fraction of responses"],
-    "pass_rate": ["fraction passed", "count per step"],
+    "pass_rate": ["fraction of rollouts accepted", "groups (or problems) per step"],
     "diversity": ["n-gram Jaccard distance", "temperature"],
 }
+FRACTION_PANELS = {("length_by_correctness", 1), ("pass_rate", 0), ("diversity", 0)}
+"""Panels of values in [0, 1], drawn on the whole range so that a small change does not look like a large one."""
+MARKERS = ("o", "s", "^", "D", "v", "P")
+"""One hollow marker shape per line of a panel, so that lines with equal values stay visible as overlaid outlines
+(their legend entries also say which line they equal)."""
 
 
 def read_metrics_log(path: str | Path) -> Series:
@@ -77,35 +89,57 @@ def read_metrics_log(path: str | Path) -> Series:
     return {key: ([s for s, _ in sorted(pairs)], [v for _, v in sorted(pairs)]) for key, pairs in points.items()}
 
 
-def plot_figure(series: Series, name: str, out_dir: Path, title: str) -> Path | None:
-    """One PNG of stacked panels sharing the step axis; None when the log has none of its metrics."""
+def build_figure(series: Series, name: str, title: str) -> Figure | None:
+    """One figure of stacked panels sharing an integer step axis; None when the log has none of its metrics."""
     panels = [[(key, label) for key, label in panel if key in series] for panel in FIGURES[name]]
     if not any(panels):
         return None
-    figure, axes = plt.subplots(len(panels), 1, figsize=(8, 3.2 * len(panels)), sharex=True, squeeze=False)
-    for axis, panel, y_label in zip(axes[:, 0], panels, Y_LABELS[name], strict=True):
-        for key, label in panel:
+    figure, axes = plt.subplots(len(panels), 1, figsize=(11, 3.4 * len(panels)), sharex=True, squeeze=False)
+    for index, (axis, panel, y_label) in enumerate(zip(axes[:, 0], panels, Y_LABELS[name], strict=True)):
+        drawn: list[tuple[tuple[list[int], list[float]], str]] = []
+        for position, (key, label) in enumerate(panel):
             steps, values = series[key]
+            same = next((earlier for points, earlier in drawn if points == (steps, values)), None)
+            drawn.append(((steps, values), label))
             axis.plot(
                 steps,
                 values,
-                marker="o",
-                markersize=3,
-                label=label,
+                marker=MARKERS[position % len(MARKERS)],
+                markersize=8,
+                markerfacecolor="none",
+                markeredgewidth=1.5,
+                label=f"{label} (= {same})" if same else label,
                 linestyle="--" if "median" in key else "-",
                 drawstyle="steps-post" if key in STAGED_METRICS else "default",
+                zorder=2 + position,
             )
         axis.set_ylabel(y_label)
+        if (name, index) in FRACTION_PANELS:
+            axis.set_ylim(-0.03, 1.03)
         axis.grid(alpha=0.3)
         if panel:
-            axis.legend(fontsize=8)
+            axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     axes[-1, 0].set_xlabel("training step")
-    axes[0, 0].set_title(f"{title}: {name.replace('_', ' ')}")
+    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[0, 0].set_title(f"{TITLES[name]} ({title})")
     figure.tight_layout()
+    return figure
+
+
+def plot_figure(series: Series, name: str, out_dir: Path, title: str) -> Path | None:
+    """``build_figure`` saved as ``<name>.png`` in ``out_dir``; None when the log has none of its metrics."""
+    figure = build_figure(series, name, title)
+    if figure is None:
+        return None
     path = out_dir / f"{name}.png"
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def run_name(log: str | Path) -> str:
+    """The run a log belongs to, for titles: its folder (``RUN_DIR/metrics.jsonl`` -> ``RUN_DIR``'s name)."""
+    return Path(log).resolve().parent.name
 
 
 def main(argv: list[str] | None = None) -> list[Path]:
@@ -116,7 +150,9 @@ def main(argv: list[str] | None = None) -> list[Path]:
     )
     parser.add_argument("--log", required=True, help="JSON-lines metrics log written by verl's `file` logger")
     parser.add_argument("--out-dir", required=True, help="folder for the PNG files (created if missing)")
-    parser.add_argument("--title", default=None, help="title prefix of every figure (default: the log's file name)")
+    parser.add_argument(
+        "--title", default=None, help="the run's name in every figure's title (default: the log's folder name)"
+    )
     args = parser.parse_args(argv)
 
     series = read_metrics_log(args.log)
@@ -124,7 +160,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in FIGURES:
-        path = plot_figure(series, name, out_dir, args.title or Path(args.log).stem)
+        path = plot_figure(series, name, out_dir, args.title or run_name(args.log))
         print(f"{name}: {'wrote ' + str(path) if path else 'skipped, none of its metrics is in the log'}")
         if path:
             written.append(path)

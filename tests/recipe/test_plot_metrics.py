@@ -4,7 +4,7 @@ import matplotlib.image
 import pytest
 from verl.utils.tracking import FileLogger
 
-from recipe.nouscoder.plot_metrics import main, read_metrics_log
+from recipe.nouscoder.plot_metrics import build_figure, main, read_metrics_log, run_name
 from recipe.nouscoder.step_metrics import compute_step_metrics
 
 STEPS = 8
@@ -70,3 +70,25 @@ def test_bad_log_lines_name_file_and_line(tmp_path):
     (tmp_path / "other.jsonl").write_text('{"step": 1, "data": {"actor/lr": 0.1}}\n')
     with pytest.raises(SystemExit, match="none of the plotted metrics"):
         main(["--log", str(tmp_path / "other.jsonl"), "--out-dir", str(tmp_path / "out")])
+
+
+def test_figures_read_as_a_person_needs(metrics_log):
+    """Whole-number steps, a real title with the run's name, fractions on [0, 1], and a line hidden under an equal
+    one named in the legend."""
+    path, _ = metrics_log
+    series = read_metrics_log(path)
+    series["length_bias/masked_advantage_fraction"] = series["length_bias/truncation_rate"]  # equal, as in the demo
+    figure = build_figure(series, "length_by_correctness", "demo run")
+    top, bottom = figure.axes
+    assert top.get_title() == "Response length, correct vs incorrect, and truncation (demo run)"
+    ticks = [tick for tick in bottom.get_xticks() if 1 <= tick <= STEPS]
+    assert ticks and all(float(tick).is_integer() for tick in ticks)
+    assert bottom.get_ylim() == (-0.03, 1.03)
+    labels = [text.get_text() for text in bottom.get_legend().get_texts()]
+    assert labels == ["truncation rate", "masked advantage fraction (= truncation rate)"]
+    markers = {line.get_marker() for line in bottom.get_lines()}
+    assert len(markers) == 2 and all(line.get_markerfacecolor() == "none" for line in bottom.get_lines())
+
+
+def test_default_title_is_the_run_folder(tmp_path):
+    assert run_name(tmp_path / "cpu_run" / "metrics.jsonl") == "cpu_run"

@@ -82,8 +82,15 @@ def markdown(result: dict[str, Any], base_name: str, trained_name: str, top: int
             "",
             f"Left out (in one run only): {len(result['only_in_base'])} of A, {len(result['only_in_trained'])} of B.",
         ]
-    for title, rows in (("Largest gains", result["gains"]), ("Largest losses", result["losses"])):
-        lines += ["", f"## {title}", "", "| problem | A pass@1 | B pass@1 | delta |", "|---|---|---|---|"]
+    for title, rows, none in (
+        ("Largest gains", result["gains"], "No problem gained: B's pass@1 is nowhere above A's."),
+        ("Largest losses", result["losses"], "No problem lost: B's pass@1 is nowhere below A's."),
+    ):
+        lines += ["", f"## {title}", ""]
+        if not rows:
+            lines.append(none)
+            continue
+        lines += ["| problem | A pass@1 | B pass@1 | delta |", "|---|---|---|---|"]
         lines += [
             f"| {r['problem_id']} | {r['base']:.3f} | {r['trained']:.3f} | {r['delta']:+.3f} |" for r in rows[:top]
         ]

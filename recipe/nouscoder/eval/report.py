@@ -18,6 +18,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first: no display on cluster nodes)
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from recipe.nouscoder.eval.metrics import ProblemResult, default_ks, mean_pass_at_k  # noqa: E402
 
@@ -276,46 +278,76 @@ def plot_pass1_by_difficulty(summary: dict[str, Any], path: Path) -> None:
 
 
 def plot_length_histograms(problems: Sequence[ProblemResult], length_unit: str, path: Path) -> None:
+    """Correct and incorrect samples' lengths as side-by-side bars per bin (overlaid bars would mix their colours),
+    each group's mean a dashed line of its colour."""
     correct = [s.length for p in problems for s in p.samples if s.correct]
     incorrect = [s.length for p in problems for s in p.samples if not s.correct]
-    figure, axes = plt.subplots(figsize=(7, 4))
+    figure, axes = plt.subplots(figsize=(8, 4.5))
     everything = correct + incorrect
     bins = 30 if max(everything) > min(everything) else 1
-    for lengths, label, color in ((correct, "correct", "tab:green"), (incorrect, "incorrect", "tab:red")):
+    groups = [(correct, "correct", "tab:green"), (incorrect, "incorrect", "tab:red")]
+    axes.hist(
+        [lengths for lengths, _, _ in groups],
+        bins=bins,
+        range=(min(everything), max(everything)),
+        color=[color for _, _, color in groups],
+        label=[f"{label}: {len(lengths)} samples" for lengths, label, _ in groups],
+    )
+    for lengths, label, color in groups:
         if lengths:
             mean = sum(lengths) / len(lengths)
-            axes.hist(
-                lengths,
-                bins=bins,
-                range=(min(everything), max(everything)),
-                alpha=0.5,
-                color=color,
-                label=f"{label} ({len(lengths)}, mean {mean:.0f})",
-            )
-            axes.axvline(mean, color=color, linestyle="--")
+            axes.axvline(mean, color=color, linestyle="--", label=f"{label} mean: {mean:.0f} {length_unit}")
+    axes.set_ylim(0, axes.get_ylim()[1] * 1.35)  # room for the legend above the bars
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel(f"response length ({length_unit})")
     axes.set_ylabel("samples")
-    axes.set_title("Response length: correct vs incorrect")
-    axes.legend()
+    axes.set_title("Response length: correct vs incorrect samples")
+    axes.legend(loc="upper center", ncol=2, fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
 
 
-def plot_pass_at_k(problems: Sequence[ProblemResult], max_k: int, path: Path) -> None:
+PUBLISHED_G = 8
+"""The G of the published Pass@G (``PublishedResult.pass_at_g``): NousCoder's Tables 1-2 report Pass@8."""
+
+
+def pass_at_k_figure(problems: Sequence[ProblemResult], max_k: int) -> Figure:
+    """pass@k of this run for k = 1..n, with the base model's published pass@1 and Pass@8 as labelled points (the
+    axis reaches k = 8 even when this run has fewer samples)."""
     ks = list(range(1, max_k + 1))
     values = [100 * mean_pass_at_k(problems, k) for k in ks]
-    figure, axes = plt.subplots(figsize=(6, 4))
-    axes.plot(ks, values, marker="o", label="this run")
-    axes.scatter([1, 8], [60.79, 75.11], marker="x", color="gray", label="Qwen3-14B published (pass@1, Pass@8)")
+    base = PUBLISHED[0]
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    axes.plot(ks, values, marker="o", label=f"this run (n = {max_k} samples per problem)")
+    published = [(1, base.pass_at_1, "pass@1")]
+    if base.pass_at_g is not None:
+        published.append((PUBLISHED_G, base.pass_at_g, f"Pass@{PUBLISHED_G}"))
+    axes.scatter(
+        [k for k, _, _ in published],
+        [v for _, v, _ in published],
+        marker="x",
+        s=60,
+        color="gray",
+        label=f"{base.model}, published ({base.source})",
+    )
+    for k, value, name in published:
+        axes.annotate(f"{name} {value:.2f}%", (k, value), textcoords="offset points", xytext=(6, -14), fontsize=8)
+    ticks = sorted(set(default_ks(max_k)) | {1, PUBLISHED_G})
     axes.set_xscale("log", base=2)
-    axes.set_xticks(default_ks(max_k), [str(k) for k in default_ks(max_k)])
-    axes.set_xlabel("k (samples)")
+    axes.set_xticks(ticks, [str(k) for k in ticks])
+    axes.set_xlim(0.8, max(ticks) * 1.7)  # room for the label of the rightmost point
+    axes.set_xlabel("k (samples per problem)")
     axes.set_ylabel("pass@k (%)")
     axes.set_ylim(0, 105)
-    axes.set_title("pass@k (unbiased estimator)")
-    axes.legend(loc="lower right")
+    axes.set_title("pass@k (unbiased estimator) beside the published base model")
+    axes.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
+    return figure
+
+
+def plot_pass_at_k(problems: Sequence[ProblemResult], max_k: int, path: Path) -> None:
+    figure = pass_at_k_figure(problems, max_k)
     figure.savefig(path, dpi=120)
     plt.close(figure)
 

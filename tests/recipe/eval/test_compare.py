@@ -60,3 +60,12 @@ def test_disjoint_runs_are_an_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     trained = write_results(tmp_path / "b.json", {"q1": 1.0})
     assert eval_lcb.main(["compare", str(base), str(trained), "--out", str(tmp_path / "cmp")]) == 2
     assert "share no problem_id" in capsys.readouterr().err
+
+
+def test_an_empty_gains_or_losses_list_is_a_sentence_not_an_empty_table() -> None:
+    from recipe.nouscoder.eval.compare import markdown
+
+    text = markdown(compare({"p1": 0.0, "p2": 0.5}, {"p1": 0.5, "p2": 0.5}, resamples=10), "A", "B")
+    losses = text.split("## Largest losses")[1]
+    assert losses.strip() == "No problem lost: B's pass@1 is nowhere below A's."
+    assert "| p1 | 0.000 | 0.500 | +0.500 |" in text.split("## Largest losses")[0]
