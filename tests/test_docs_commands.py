@@ -1,10 +1,13 @@
-"""Every command of the documentation's fenced shell blocks works as written.
+"""Every command of the documentation's fenced shell blocks works as written, and they chain as a user runs them.
 
 Unit tier, for every command of every ``bash``/``sh`` block of the repository's Markdown files: a ``python -m`` module
 exists and its ``--help`` lists every ``--flag`` the command uses (subcommands included); a hydra command names an
 existing config and composes with its overrides; scripts, Makefile targets, ``pip`` extras and test paths exist; a
 shell block holds only shell commands (no bare hydra overrides). Integration tier: the commands that run on CPU in
-seconds (``RUN_ON_CPU``) are run for real, in order, in a scratch directory.
+seconds (``RUN_ON_CPU``) are run for real, in order, in a scratch directory; and the data and evaluation commands
+(``CHAIN``) are run one after the other the way a user does, each reading what the one before wrote: build from a
+local copy of the repositories -> verify gold solutions -> rebuild with the verdicts -> grade rollouts -> offline
+filter and the debug subset that ``configs/debug_64.yaml`` reads -> evaluate completions -> compare two evaluations.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import runpy
@@ -59,6 +63,36 @@ RUN_ON_CPU = [
 ]
 """Documented commands that need neither GPUs, the hub, nor minutes, run as written (the grading of the whole sample,
 the CPU training run and ``make demo`` have their own tests)."""
+
+CHAIN = [
+    ("python -m data_prep.build_deepcoder_mix --local-dir ~/hf --out data/deepcoder_mix", {}),
+    ("python -m data_prep.verify_solutions --local-dir ~/hf --out data/verify.jsonl", {}),
+    (
+        "python -m data_prep.build_deepcoder_mix --local-dir ~/hf --verified data/verify.jsonl --out data/deepcoder_mix",
+        {},
+    ),
+    (
+        "python -m reward_fns.grade --problems problems.jsonl --completions completions.jsonl --out graded.jsonl "
+        "[--workers N] [--summary]",
+        {},
+    ),
+    (
+        "python -m data_prep.filter_by_pass_rate --rollouts R.jsonl --data data/deepcoder_mix/train.parquet --out "
+        "data/deepcoder_mix/train_filtered.parquet --debug-subset 64 --debug-out data/debug_64/train.parquet",
+        {"R.jsonl": "graded.jsonl"},
+    ),
+    (
+        "python -m recipe.nouscoder.eval_lcb --completions samples.jsonl --data data/deepcoder_mix/test.parquet --out eval/x",
+        {},
+    ),
+    (
+        "python -m recipe.nouscoder.eval_lcb compare eval/base/results.json eval/80k/results.json --out eval/compare",
+        {"eval/base": "eval/x", "eval/80k": "eval/x"},
+    ),
+]
+"""Documented commands run in this order as written, but for the words a user fills in (``R.jsonl``: the rollouts
+graded the step before) and optional ``[...]`` flags. Between them the test does what the user does by hand: write
+the rollouts of the built problems and the completions of the test problems."""
 
 
 @dataclass(frozen=True)
@@ -305,3 +339,113 @@ def test_commands_that_run_on_cpu_run_as_written(tmp_path):
     assert (tmp_path / "data" / "sample_mix" / "train.parquet").is_file()
     assert (tmp_path / "demo_out" / "sample" / "completions.jsonl").is_file()
     assert not (tmp_path / "outputs").exists(), "hydra wrote outputs/ into the working directory"
+
+
+def _documented_as_run(text: str, substitutions: dict[str, str]) -> str:
+    """The command as a user runs it: optional ``[...]`` flags left out, placeholders filled in."""
+    text = re.sub(r"\s*\[[^\]]*\]", "", text)
+    for placeholder, value in substitutions.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
+def _local_repositories(root: Path) -> dict[str, list]:
+    """``~/hf`` as ``huggingface-cli download`` leaves it, with sample problems in each source's own layout: the test
+    window's problems as LiveCodeBench rows, earlier ones as DeepCoder ``taco`` and ``primeintellect`` rows."""
+    sys.path.insert(0, str(REPO / "tests" / "data_prep"))
+    from data_prep_raw_sources import DEEPCODER, LCB, deepcoder_row, lcb_line, sample_by_id, write_deepcoder, write_lcb
+
+    from data_prep.build import DateWindow
+
+    window = DateWindow()
+    problems = sorted(sample_by_id().values(), key=lambda problem: problem.problem_id)
+    test = [problem for problem in problems if window.split_of(problem.contest_date) == "test"]
+    train = [problem for problem in problems if window.split_of(problem.contest_date) == "train"][:6]
+    write_lcb(root / LCB, {"test6.jsonl": [lcb_line(problem) for problem in test]})
+    write_deepcoder(
+        root / DEEPCODER,
+        {
+            "taco": [deepcoder_row(problem, "taco") for problem in train[:4]],
+            "primeintellect": [deepcoder_row(problem, "primeintellect") for problem in train[4:]],
+        },
+    )
+    return {"test": test, "train": train}
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+@pytest.mark.integration
+def test_the_data_and_evaluation_commands_chain_as_a_user_runs_them(tmp_path, monkeypatch):
+    """Two builds, the gold-solution check, grading and an evaluation on fork servers: about 25 s on 2 busy cores."""
+    import pyarrow.parquet as pq
+    from hydra import compose, initialize_config_dir
+
+    from data_prep.sample import load_solutions
+    from recipe.nouscoder.main import config_dir
+
+    documented = {" ".join(command.argv) for command in COMMANDS}
+    absent = [text for text, _ in CHAIN if text not in documented]
+    assert not absent, f"no longer in the docs as written (update CHAIN): {absent}"
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    work.mkdir()
+    problems = _local_repositories(home / "hf")
+    reference = {s.problem_id: s.code for s in load_solutions(kinds=["reference"])}
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+
+    def run(step: int) -> None:
+        """The command in this process (its imports are shared), in the user's directory, with ~ their home."""
+        text = _documented_as_run(*CHAIN[step])
+        words = [os.path.expanduser(word) for word in shlex.split(text)]
+        assert words[:2] == ["python", "-m"], text
+        monkeypatch.setattr(sys, "argv", [words[2], *words[3:]])
+        try:
+            runpy.run_module(words[2], run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            assert stop.code in (0, None), f"`{text}` exited {stop.code}"
+
+    for step in range(3):  # build, verify the gold solutions, rebuild with their verdicts
+        run(step)
+    manifest = json.loads((work / "data" / "deepcoder_mix" / "manifest.json").read_text())
+    assert manifest["gold_verification"]["by_source"] == {
+        "deepcoder_primeintellect": {"verified": 2},
+        "deepcoder_taco": {"verified": 4},
+    }
+    train = pq.read_table(work / "data" / "deepcoder_mix" / "train.parquet").to_pylist()
+    assert len(train) == 6
+    # the user's rollouts of the built problems: one right and one wrong program each
+    by_statement = {problem.statement[:60]: problem.problem_id for problem in problems["train"]}
+    lines = [
+        {"problem_id": row["extra_info"]["problem_id"], "ground_truth": row["reward_model"]["ground_truth"]}
+        for row in train
+    ]
+    (work / "problems.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    rollouts = []
+    for row in train:
+        statement = row["prompt"][-1]["content"]
+        sample_id = next(pid for head, pid in by_statement.items() if head in statement)
+        for text in (_fenced(reference[sample_id]), "no program"):
+            rollouts.append({"problem_id": row["extra_info"]["problem_id"], "completion": text})
+    (work / "completions.jsonl").write_text("".join(json.dumps(line) + "\n" for line in rollouts))
+    run(3)  # grade
+    run(4)  # filter, and the debug subset
+    debug = pq.read_table(work / "data" / "debug_64" / "train.parquet")
+    assert debug.num_rows == 6  # every problem has pass@2 = 1/2
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        debug_64 = compose(config_name="debug_64")
+    assert (work / debug_64.data.train_files).resolve() == (work / "data" / "debug_64" / "train.parquet").resolve()
+    # the user's completions of the test problems, evaluated, then compared
+    samples = [
+        {"problem_id": f"lcb/{problem.problem_id}", "completion": text}  # LiveCodeBench ids: lcb/<question_id>
+        for problem in problems["test"]
+        for text in (_fenced(reference[problem.problem_id]), "no program")
+    ]
+    (work / "samples.jsonl").write_text("".join(json.dumps(line) + "\n" for line in samples))
+    run(5)
+    results = json.loads((work / "eval" / "x" / "results.json").read_text())
+    assert results["summary"]["problems"] == len(problems["test"]) and results["summary"]["pass_at_k"]["1"] == 0.5
+    run(6)
+    assert "No problem lost" in (work / "eval" / "compare" / "compare.md").read_text()
