@@ -21,12 +21,17 @@ GPU_DEPS_REPORT ?= $(VENV)/gpu-deps-report.json
 
 .PHONY: test test-fast demo lint setup setup-gpu gpu-deps-check system-deps clean
 
+# pip's output goes to $(VENV)/install.log; its last lines are shown when an install fails.
+INSTALL_LOG = $(VENV)/install.log
+PIP_INSTALL = $(PY) -m pip install -q
+LOGGED = >> $(INSTALL_LOG) 2>&1 || { tail -n 30 $(INSTALL_LOG); exit 1; }
 $(VENV)/.installed: setup.py pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e '.[test]'
-	touch $@
+	@echo "setup: installing $(TORCH_SPEC) and this package into $(VENV) (log: $(INSTALL_LOG))"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PIP_INSTALL) --upgrade pip $(LOGGED)
+	@$(PIP_INSTALL) "$(TORCH_SPEC)" $(LOGGED)
+	@$(PIP_INSTALL) -e '.[test]' $(LOGGED)
+	@touch $@
 
 setup: $(VENV)/.installed
 
@@ -78,18 +83,30 @@ test-fast: setup lint
 # The grading check uses a 5 s test limit instead of 15 s so the 9 deliberately-too-slow programs (each >= 10^10
 # steps) do not keep the demo waiting; the training run replaces half of the tiny model's responses with the sample's
 # own programs (known_answers, a test/demo option, logged as nouscoder/known_answers/*) so that rewards are mixed.
+# Each step runs under recipe.nouscoder.console: its whole output goes to $(DEMO_OUT)/logs/, the lines that matter
+# (and on failure the log's last lines) to the screen; training prints one line per step (nouscoder.console=progress).
 DEMO_RUN = $(abspath $(DEMO_OUT))/cpu_run
+DEMO_STEP = $(PY) -m recipe.nouscoder.console step
 demo: setup system-deps
-	$(PY) -m data_prep.build_deepcoder_mix --from sample --out $(DEMO_OUT)/data
-	$(PY) -m data_prep.sample.export --out $(DEMO_OUT)/grading
-	$(PY) -m reward_fns.grade --problems $(DEMO_OUT)/grading/problems.jsonl --completions $(DEMO_OUT)/grading/completions.jsonl --out $(DEMO_OUT)/grading/graded.jsonl --time-limit-s 5 --summary --check-expected
-	$(PY) -m recipe.nouscoder.main --config-name debug_cpu trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
+	@rm -rf $(DEMO_OUT)/logs
+	@$(DEMO_STEP) --label "demo 1/5: parquet from the bundled sample" --log $(DEMO_OUT)/logs/data.log \
+	  --show '^data_prep: (train|test):' -- $(PY) -m data_prep.build_deepcoder_mix --from sample --out $(DEMO_OUT)/data
+	@$(DEMO_STEP) --label "demo 2/5: every bundled solution graded, verdicts checked" --log $(DEMO_OUT)/logs/grading.log \
+	  --show '^wrote|^[0-9]+ completions' -- $(PY) -m data_prep.sample.export --out $(DEMO_OUT)/grading
+	@$(DEMO_STEP) --log $(DEMO_OUT)/logs/grading.log --show '^[0-9]+ completions, ' -- $(PY) -m reward_fns.grade \
+	  --problems $(DEMO_OUT)/grading/problems.jsonl --completions $(DEMO_OUT)/grading/completions.jsonl \
+	  --out $(DEMO_OUT)/grading/graded.jsonl --time-limit-s 5 --summary --check-expected
+	@$(DEMO_STEP) --label "demo 3/5: 2 RL steps of debug_cpu on CPU" --log $(DEMO_OUT)/logs/train.log \
+	  --show '^  |^recipe.nouscoder.main' -- $(PY) -m recipe.nouscoder.main --config-name debug_cpu nouscoder.console=progress \
+	  trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
 	  data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet \
 	  trainer.total_training_steps=2 trainer.test_freq=-1 actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction=0.5
-	$(PY) -m recipe.nouscoder.plot_metrics --log $(DEMO_RUN)/metrics.jsonl --out-dir $(DEMO_RUN)/plots
+	@$(DEMO_STEP) --label "demo 4/5: plots" --log $(DEMO_OUT)/logs/plots.log --show 'wrote' -- \
+	  $(PY) -m recipe.nouscoder.plot_metrics --log $(DEMO_RUN)/metrics.jsonl --out-dir $(DEMO_RUN)/plots
+	@echo "demo 5/5: what each step did"
+	@$(PY) -m recipe.nouscoder.run_summary $(DEMO_RUN)
 	@echo
-	$(PY) -m recipe.nouscoder.run_summary $(DEMO_RUN)
-	@echo
+	@echo "Logs: $(DEMO_OUT)/logs/ (each step's whole output) and $(DEMO_RUN)/logs/ (Ray and verl)."
 	@echo "On a Slurm cluster (6 nodes x 8 GPUs), this recipe runs as:"
 	@echo "  sbatch launch/run_dapo_32k_to_40k.sh data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet"
 

@@ -27,23 +27,30 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-import hydra
-import ray
-from omegaconf import DictConfig, open_dict
-from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
-from verl.trainer.ppo.utils import need_critic, need_reference_policy
-from verl.utils.config import validate_config
-from verl.utils.device import auto_set_device, get_resource_name
+# verl announces on import each optional training engine it cannot load (torchtitan, veomni, automodel, mindspeed,
+# megatron); this recipe runs the FSDP engine, so they are noise on every console.
+warnings.filterwarnings("ignore", message=r".* engine is not available", category=UserWarning)
 
-from recipe.nouscoder.cluster_check import ClusterTooSmall, check_cluster
-from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run
-from recipe.nouscoder.multi_turn import AGENT_LOOP_MODULE, uses_multi_turn
-from recipe.nouscoder.required_values import check_required_values
-from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME
+import hydra  # noqa: E402
+import ray  # noqa: E402
+from omegaconf import DictConfig, open_dict  # noqa: E402
+from verl.trainer.main_ppo import TaskRunnerV1, run_ppo  # noqa: E402
+from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: E402
+from verl.utils.config import validate_config  # noqa: E402
+from verl.utils.device import auto_set_device, get_resource_name  # noqa: E402
 
+from recipe.nouscoder.cluster_check import ClusterTooSmall, check_cluster  # noqa: E402
+from recipe.nouscoder.console import console_mode, progress_console  # noqa: E402
+from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run  # noqa: E402
+from recipe.nouscoder.multi_turn import AGENT_LOOP_MODULE, uses_multi_turn  # noqa: E402
+from recipe.nouscoder.required_values import check_required_values  # noqa: E402
+from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME  # noqa: E402
+
+PROG = "recipe.nouscoder.main"
 CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
 EXTERNAL_MODULES_ENV = "VERL_USE_EXTERNAL_MODULES"
 
@@ -99,7 +106,7 @@ def check_config_name(argv: Sequence[str]) -> None:
     hint = f" (did you mean {close[0]}?)" if close else ""
     where = ", ".join(str(directory) for directory in directories)
     print(
-        f"recipe.nouscoder.main: error: no experiment config {name!r} in {where}{hint}. "
+        f"{PROG}: error: no experiment config {name!r} in {where}{hint}. "
         f"Experiments: {', '.join(names)} (--help describes each).",
         file=sys.stderr,
     )
@@ -163,9 +170,23 @@ NousCoderTaskRunner = ray.remote(num_cpus=1)(_NousCoderTaskRunner)
 
 
 def run(config: DictConfig) -> None:
-    """Validate the composed config with verl's own checks and run verl's trainer flow."""
+    """Validate the composed config with verl's own checks and run verl's trainer flow, with the console that
+    ``nouscoder.console`` asks for (``recipe.nouscoder.console``)."""
     register_recipe_trainers()
     prepare_config(config)
+    mode = console_mode(config.nouscoder.console, is_cpu_mode(config))
+    if mode == "progress" and "file" not in config.trainer.logger:
+        print("recipe.nouscoder.main: nouscoder.console=progress follows the file logger; add 'file' to trainer.logger")
+        mode = "full"
+    if mode == "full":
+        run_verl(config)
+        return
+    with progress_console(Path(config.trainer.default_local_dir), config.trainer.total_training_steps, PROG):
+        run_verl(config)
+
+
+def run_verl(config: DictConfig) -> None:
+    """Check the config (required values, verl's own checks), prepare a CPU run, and run verl's trainer flow."""
     check_required_values(config)  # a ${required:...} value left unset fails here, naming the override to pass
     if is_cpu_mode(config):
         prepare_cpu_run(config)
@@ -183,7 +204,7 @@ def main(config: DictConfig) -> None:
     except ray.exceptions.RayTaskError as error:
         if not isinstance(error.cause, ClusterTooSmall):
             raise
-        print(f"recipe.nouscoder.main: error: {error.cause}", file=sys.stderr)
+        print(f"{PROG}: error: {error.cause}", file=sys.stderr)
         sys.exit(2)
 
 

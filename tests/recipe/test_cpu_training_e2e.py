@@ -3,6 +3,7 @@ debug_cpu cpu_layout=separate_async`, the layout of the NousCoder experiments.
 
 The run goes twice in a subprocess, as a user would: 2 training steps with a checkpoint at step 2, then the same
 command with `trainer.total_training_steps=3`, which must resume at step 3 with the online-filter state of step 2.
+The first prints verl's whole console, the second the progress console (`nouscoder.console=progress`).
 Every step is verl's V1 loop: hf_cpu rollout (a standalone server, sampling while the trainer trains) ->
 synchronous reward (`reward_fns.verl_reward` in verl's reward-loop workers) -> advantage estimator of verl_ext
 (microcoder_grpo with a repetition window: the response-token path of the trainer wrapper) -> policy loss of
@@ -60,6 +61,8 @@ class CPURun:
     resumed: list[dict]
     """records of the second invocation (step 3)."""
     log: str
+    resumed_console: str
+    """what the second invocation printed (nouscoder.console=progress)."""
     leftover: list[str]
     wall_s: list[float]
 
@@ -84,7 +87,9 @@ def processes_marked(marker: str, grace_s: float = LEFTOVER_GRACE_S) -> list[str
         time.sleep(1)
 
 
-def invoke(run_dir: Path, data_dir: Path, model_dir: Path, steps: int, marker: str) -> tuple[str, float]:
+def invoke(
+    run_dir: Path, data_dir: Path, model_dir: Path, steps: int, marker: str, console: str = "full"
+) -> tuple[str, float]:
     command = [
         sys.executable,
         "-m",
@@ -97,6 +102,7 @@ def invoke(run_dir: Path, data_dir: Path, model_dir: Path, steps: int, marker: s
         f"actor_rollout_ref.model.path={model_dir}",
         f"trainer.total_training_steps={steps}",
         "trainer.save_freq=2",
+        f"nouscoder.console={console}",
         *OVERRIDES,
     ]
     start = time.monotonic()
@@ -119,12 +125,13 @@ def cpu_run(sample_data_dir, tiny_model_dir, tmp_path_factory) -> CPURun:
     run_dir = tmp_path_factory.mktemp("cpu_separate_async") / "run"
     marker = uuid.uuid4().hex
     first_log, first_s = invoke(run_dir, sample_data_dir, tiny_model_dir, steps=2, marker=marker)
-    second_log, second_s = invoke(run_dir, sample_data_dir, tiny_model_dir, steps=3, marker=marker)
+    second_log, second_s = invoke(run_dir, sample_data_dir, tiny_model_dir, steps=3, marker=marker, console="progress")
     return CPURun(
         run_dir,
         metrics(run_dir / "metrics.1.jsonl"),
         metrics(run_dir / "metrics.jsonl"),
         first_log + second_log,
+        second_log,
         processes_marked(marker),
         [first_s, second_s],
     )
@@ -160,6 +167,14 @@ def test_a_second_invocation_resumes_with_the_online_filter_state(cpu_run):
     saved = json.loads((checkpoint / STATE_FILE_NAME).read_text())["solved_in_epoch"]
     assert cpu_run.resumed[0]["data"]["nouscoder/online_filter/removed_problems"] >= len(saved)
     assert (cpu_run.run_dir / "global_step_3" / STATE_FILE_NAME).is_file()
+
+
+def test_the_progress_console_shows_a_line_per_step_and_keeps_the_rest_in_a_log(cpu_run):
+    console = cpu_run.resumed_console
+    (log,) = (cpu_run.run_dir / "logs").glob("main_*.log")
+    assert "workers ready after" in console and "step 3/3 | reward " in console and f"full console: {log}" in console
+    assert len(console.splitlines()) < 20, console  # verl's console printed ~1,100 lines for this run
+    assert "Started a local Ray instance" in log.read_text()  # Ray's and verl's output went to the log
 
 
 def test_no_ray_or_sandbox_process_outlives_the_run(cpu_run):
