@@ -92,12 +92,13 @@ demo: setup system-deps
 	@$(DEMO_STEP) --label "demo 1/5: parquet from the bundled sample" --log $(DEMO_OUT)/logs/data.log \
 	  --show '^data_prep: (train|test):' -- $(PY) -m data_prep.build_deepcoder_mix --from sample --out $(DEMO_OUT)/data
 	@$(DEMO_STEP) --label "demo 2/5: every bundled solution graded, verdicts checked" --log $(DEMO_OUT)/logs/grading.log \
-	  --show '^wrote|^[0-9]+ completions' -- $(PY) -m data_prep.sample.export --out $(DEMO_OUT)/grading
+	  --show '^wrote' -- $(PY) -m data_prep.sample.export --out $(DEMO_OUT)/grading
 	@$(DEMO_STEP) --log $(DEMO_OUT)/logs/grading.log --show '^[0-9]+ completions, ' -- $(PY) -m reward_fns.grade \
 	  --problems $(DEMO_OUT)/grading/problems.jsonl --completions $(DEMO_OUT)/grading/completions.jsonl \
 	  --out $(DEMO_OUT)/grading/graded.jsonl --time-limit-s 5 --summary --check-expected
 	@$(DEMO_STEP) --label "demo 3/5: 2 RL steps of debug_cpu on CPU" --log $(DEMO_OUT)/logs/train.log \
-	  --show '^  |^recipe.nouscoder.main' -- $(PY) -m recipe.nouscoder.main --config-name debug_cpu nouscoder.console=progress \
+	  --show '^recipe.nouscoder.main: |^  (workers ready|step |validation)' -- \
+	  $(PY) -m recipe.nouscoder.main --config-name debug_cpu nouscoder.console=progress \
 	  trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
 	  data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet \
 	  trainer.total_training_steps=2 trainer.test_freq=-1 actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction=0.5
