@@ -90,12 +90,13 @@ def _flag_value(argv: Sequence[str], flags: tuple[str, ...]) -> str | None:
 
 
 def check_config_name(argv: Sequence[str]) -> None:
-    """Exit 2 with the list of experiments when ``--config-name`` (``-cn``) names no config of ``configs/`` (or of a
-    ``--config-dir``): hydra would only say it cannot find it."""
+    """Exit 2 with the list of experiments when ``--config-name`` (``-cn``) names no config of ``configs/`` (or of
+    hydra's ``--config-path`` / ``--config-dir``): hydra would only say it cannot find it."""
     name = _flag_value(argv, ("--config-name", "-cn"))
     if name is None:
         return
-    directories = [config_dir()]
+    primary = _flag_value(argv, ("--config-path", "-cp"))
+    directories = [Path(primary) if primary else config_dir()]
     extra = _flag_value(argv, ("--config-dir", "-cd"))
     if extra:
         directories.append(Path(extra))
