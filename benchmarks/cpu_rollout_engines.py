@@ -65,15 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, required=True, help="where the runs write (sample data, models)")
     parser.add_argument("--steps", type=int, default=3, help="training steps per run (the first includes warm-up)")
     parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS), help="trainers to run")
+    parser.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES), help="rollout engines to run")
     args = parser.parse_args(argv)
     args.work_dir.mkdir(parents=True, exist_ok=True)
     for layout in args.layouts:
-        results = {engine: run(engine, layout, args.steps, args.work_dir) for engine in ENGINES}
+        results = {engine: run(engine, layout, args.steps, args.work_dir) for engine in args.engines}
         for engine, result in results.items():
             print(
                 f"{layout:>14} {engine:>6}: wall {result['wall_s']:6.1f} s | steps "
                 f"{[round(s, 1) for s in result['step_s']]} s | rollout {[round(s, 1) for s in result['gen_s']]} s"
             )
+        if len(results) < len(ENGINES):
+            continue
         base, vllm = results["hf_cpu"], results["vllm"]
         print(
             f"{layout:>14} vllm / hf_cpu: wall {vllm['wall_s'] / base['wall_s']:.2f}x | steady step "

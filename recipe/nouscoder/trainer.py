@@ -178,7 +178,8 @@ class NousCoderTrainerMixin(_VerlTrainer):
         try:
             return super().fit(agent_loop_manager)
         finally:
-            shut_down_vllm_engines(self.config, self._rollout_server_managers())
+            replicas = [replica for manager in self._rollout_server_managers() for replica in manager.get_replicas()]
+            shut_down_vllm_engines(self.config.actor_rollout_ref.rollout.name, replicas)
 
     # ------------------------------ dynamic sampling ------------------------------
 

@@ -36,6 +36,8 @@ from tests.recipe.test_cpu_training_e2e import E2E_MARKER_ENV, metrics, processe
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
 RUN_TIMEOUT_S = 1200
+EXIT_GRACE_S = 120
+"""How long a finished run's Ray processes may take to exit on a loaded machine (checked as soon as none is left)."""
 SHARED_MEMORY = Path("/dev/shm")
 SEGMENT_PREFIXES = ("psm_", "sem.mp-")
 """multiprocessing.shared_memory's and multiprocessing's semaphores' names: what vLLM's processes create there."""
@@ -86,7 +88,7 @@ class Invocations:
         output = completed.stdout + completed.stderr
         self.log += output
         assert completed.returncode == 0, f"run exited {completed.returncode}:\n{output[-6000:]}"
-        self.leftover_processes += processes_marked(self.marker)
+        self.leftover_processes += processes_marked(self.marker, grace_s=EXIT_GRACE_S)
         self.leftover_segments |= shared_memory_segments() - before
 
 

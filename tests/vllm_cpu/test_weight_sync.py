@@ -26,8 +26,10 @@ from verl.workers.rollout.replica import get_rollout_replica_class
 from verl.workers.rollout.vllm_rollout.vllm_rollout import ServerAdapter
 
 from recipe.nouscoder.cpu import prepare_cpu_run
+from recipe.nouscoder.rollout_shutdown import shut_down_vllm_engines
 from tests.recipe.test_cpu_known_answers import prompt_of
 from tests.recipe.test_multi_turn_configs import composed
+from tests.vllm_cpu.test_vllm_training import shared_memory_segments
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -117,9 +119,12 @@ def test_synced_weights_are_the_ones_vllm_samples_with(rollout_setup, tiny_model
         for step, model in ((1, first), (2, second)):
             await adapter.update_weights(((n, t.detach()) for n, t in model.state_dict().items()), global_steps=step)
             results[step] = await asyncio.gather(*(sample(p, f"s{step}-{i}") for i, p in enumerate(prompts)))
+        await asyncio.to_thread(shut_down_vllm_engines, "vllm", [replica])  # as the trainers do at the end
         return results
 
+    before = shared_memory_segments()
     results = asyncio.run(run())
+    assert shared_memory_segments() - before == set()  # vLLM's engine core and worker unlinked their queues
 
     def errors(step: int, model: torch.nn.Module) -> list[float]:
         return [max_log_prob_error(model, prompt, out) for prompt, out in zip(prompts, results[step], strict=True)]
