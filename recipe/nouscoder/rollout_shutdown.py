@@ -4,10 +4,12 @@ verl 0.9.1 never shuts its vLLM servers down: when the run ends, Ray kills each 
 engine-core and worker processes die by their parent-death signal (which verl's worker extension sets), so each
 replica leaves its shared-memory message queues behind on the node (``/dev/shm/psm_*``, one per engine core and
 one per worker; found by the vLLM-on-CPU tier). ``shut_down_vllm_engines`` first calls vLLM's own
-``AsyncLLM.shutdown`` in every server, in parallel: the engine core stops its workers (a worker that has not left
-after vLLM's grace period gets SIGTERM, which it handles), and each process unlinks the segments it created. vLLM's
-default wait, 5 s per engine core, is shorter than a loaded machine needs: the engine core was then killed with
-its worker still in teardown, and the segments stayed. A failure here is logged, never raised: the run is over.
+``AsyncLLM.shutdown`` in every server, in parallel: the engine core stops its workers, and each process unlinks the
+segments it created. vLLM's default waits are shorter than a loaded machine needs (5 s for the engine core, then 5 s
+for its workers before SIGTERM and 4 s more before SIGKILL): a process killed in teardown leaves its segments. So the
+engine core gets ``ENGINE_SHUTDOWN_TIMEOUT_S`` here, and the CPU config gives the workers a longer grace
+(``VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS`` in configs/cpu_rollout/vllm.yaml). A failure here is logged, never
+raised: the run is over.
 """
 
 from __future__ import annotations
@@ -34,14 +36,12 @@ def _shut_down_engine(server: Any, timeout_s: float) -> bool:
     return True
 
 
-def shut_down_vllm_engines(config: Any, server_managers: list[Any]) -> None:
-    """Shut down the vLLM engine of every server of ``server_managers`` (verl ``LLMServerManager``s); no-op for
-    other rollout engines."""
-    if config.actor_rollout_ref.rollout.name != "vllm":
+def shut_down_vllm_engines(rollout_name: str, replicas: list[Any]) -> None:
+    """Shut down the vLLM engine of every server of ``replicas`` (verl ``RolloutReplica``s); no-op for other
+    rollout engines."""
+    if rollout_name != "vllm":
         return
-    servers = [
-        server for manager in server_managers for replica in manager.get_replicas() for server in replica.servers
-    ]
+    servers = [server for replica in replicas for server in replica.servers]
     if not servers:
         return
     calls = [server.__ray_call__.remote(_shut_down_engine, ENGINE_SHUTDOWN_TIMEOUT_S) for server in servers]
