@@ -47,7 +47,7 @@ def _use_single_gloo_backend() -> None:
     def initialize_global_process_group_ray(timeout_second=None, backend=None):
         return original(timeout_second=timeout_second, backend=backend or CPU_PROCESS_GROUP_BACKEND)
 
-    initialize_global_process_group_ray.nouscoder_cpu = True
+    initialize_global_process_group_ray.nouscoder_cpu = True  # type: ignore[attr-defined]  # a mark on the function object
     verl_distributed.initialize_global_process_group_ray = initialize_global_process_group_ray
 
 
