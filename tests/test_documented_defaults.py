@@ -28,10 +28,10 @@ TABLES = [
     ("verl_ext/README.md", "algorithm.grpo_plus.", GrpoPlusOptions, ("norm_by_std",)),
     ("verl_ext/README.md", "algorithm.microcoder_grpo.", MicrocoderOptions, ("norm_by_std",)),
     ("recipe/nouscoder/cpu/README.md", "known_answers.", KnownAnswerOptions, ()),
-    ("recipe/nouscoder/cpu/README.md", "", CPUEngineOptions, ("known_answers",)),
+    ("recipe/nouscoder/cpu/README.md", "", CPUEngineOptions, ()),
     ("recipe/nouscoder/multi_turn/README.md", "", MultiTurnOptions, ()),
 ]
-"""``norm_by_std`` is verl's ``algorithm.norm_adv_by_std_in_grpo`` (its own row); ``known_answers`` is a sub-table."""
+"""``norm_by_std`` is verl's ``algorithm.norm_adv_by_std_in_grpo`` (its own row)."""
 
 
 def documented_defaults(document: str) -> dict[str, str]:

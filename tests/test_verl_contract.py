@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import logging
 import os
@@ -32,6 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 DESIGN = REPO / "docs" / "DESIGN.md"
 PACKAGES = ("verl_ext", "reward_fns", "data_prep", "recipe")
 PINNED_VERL = "0.9.1"
+VLLM_MODULES = "verl.workers.rollout.vllm_rollout"
+"""verl's modules that import vLLM: checked in the vLLM-on-CPU venv (`make test-vllm-cpu` runs this module too)."""
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
 
 class ContractBroken(AssertionError):
@@ -46,6 +50,8 @@ class Internal:
     name: str
     used_by: str
     check: Callable[[], None]
+    needs_vllm: bool = False
+    """Only importable where vLLM is installed (the vLLM-on-CPU venv)."""
 
 
 # ------------------------------ how an internal is checked ------------------------------
@@ -212,6 +218,7 @@ def our_verl_imports() -> list[tuple[str, str]]:
 TRAINER = "recipe/nouscoder/trainer.py"
 DYNAMIC_SAMPLING = "recipe/nouscoder/dynamic_sampling.py"
 CPU = "recipe/nouscoder/cpu/"
+VLLM_SERVER = f"{VLLM_MODULES}.vllm_async_server:vLLMHttpServer"
 
 CONTRACT = [
     # The six private trainer methods the trainers override (called by verl's fit/step; renamed = never called).
@@ -536,6 +543,44 @@ CONTRACT = [
         ),
     ),
     Internal(
+        "PPOTrainer._rollout_server_managers + vLLMHttpServer.engine",
+        "recipe/nouscoder/rollout_shutdown.py: the vLLM engines shut down at the end of a run",
+        lambda: (
+            require_parameters(f"{TRAINER_BASE}._rollout_server_managers"),
+            require_source(f"{SEPARATE_ASYNC}._rollout_server_managers", "standalone_server_manager"),
+            require_source(f"{VLLM_SERVER}.generate", "self.engine.generate("),
+        ),
+        needs_vllm=True,
+    ),
+    Internal(
+        "vLLMColocateWorkerExtension.update_weights_from_ipc",
+        f"{CPU}vllm_weight_sync.py: the weight sync into vLLM on CPU overrides it",
+        lambda: (
+            require_parameters(
+                f"{VLLM_MODULES}.utils:vLLMColocateWorkerExtension.update_weights_from_ipc",
+                "peft_config",
+                "base_sync_done",
+                "use_shm",
+            ),
+            require_source(f"{VLLM_MODULES}.utils:vLLMColocateWorkerExtension._get_zmq_handle", "replica"),
+            require_parameters(
+                f"{VLLM_MODULES}.bucketed_weight_transfer:BucketedWeightReceiver.receive_weights", "on_bucket_received"
+            ),
+        ),
+        needs_vllm=True,
+    ),
+    Internal(
+        "extract_prompt_logprobs",
+        f"{CPU}known_answer_client.py and rollout.py: the prompt log-probs format both engines return",
+        lambda: require_source(
+            f"{VLLM_MODULES}.utils:extract_prompt_logprobs",
+            "output.prompt_logprobs[1:]",
+            'result_dict["prompt_logprobs"] = prompt_logprobs_ls',
+            'result_dict["prompt_ids"] = prompt_ids_ls',
+        ),
+        needs_vllm=True,
+    ),
+    Internal(
         "VERL_USE_EXTERNAL_MODULES",
         f"{CPU}__init__.py: every Ray process imports the CPU plugin",
         lambda: require(
@@ -546,7 +591,17 @@ CONTRACT = [
 ]
 
 
-@pytest.mark.parametrize("internal", CONTRACT, ids=[internal.name for internal in CONTRACT])
+def where_importable(value, needs_vllm: bool):
+    """A parameter, skipped in a venv without vLLM (the vLLM-on-CPU tier checks it, with ``make test-vllm-cpu``)."""
+    skip = pytest.mark.skipif(needs_vllm and not HAS_VLLM, reason="needs vLLM: checked by make test-vllm-cpu")
+    return pytest.param(value, marks=skip)
+
+
+@pytest.mark.parametrize(
+    "internal",
+    [where_importable(internal, internal.needs_vllm) for internal in CONTRACT],
+    ids=[internal.name for internal in CONTRACT],
+)
 def test_verl_internal_is_where_we_rely_on_it(internal: Internal):
     try:
         internal.check()
@@ -562,8 +617,13 @@ def test_verl_internal_is_where_we_rely_on_it(internal: Internal):
         )
 
 
-@pytest.mark.parametrize("module, name", our_verl_imports(), ids=lambda value: value or "-")
-def test_every_verl_name_we_import_resolves(module: str, name: str):
+@pytest.mark.parametrize(
+    "imported",
+    [where_importable(imported, imported[0].startswith(VLLM_MODULES)) for imported in our_verl_imports()],
+    ids=lambda imported: f"{imported[0]}-{imported[1] or '-'}",
+)
+def test_every_verl_name_we_import_resolves(imported: tuple[str, str]):
+    module, name = imported
     try:
         resolve(f"{module}:{name}")
         broken = None

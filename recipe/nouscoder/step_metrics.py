@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
+from recipe.nouscoder.cpu.known_answers import KNOWN_ANSWER_FIELD
 from recipe.nouscoder.diversity import batch_group_diversity
 from reward_fns.ray_pool.metrics import PREFIX, columns_from_samples, grading_step_metrics
 from reward_fns.types import GradeResult, Verdict
@@ -108,13 +109,14 @@ def reward_infos_from_extra_fields(extra_fields: Iterable[Any]) -> list[dict[str
 
 
 def known_answer_metrics(extra_fields: Sequence[Any]) -> dict[str, float]:
-    """``nouscoder/known_answers/*`` of a step whose rollouts came from the CPU rollout with known answers on.
+    """``nouscoder/known_answers/*`` of a step whose rollouts were generated with the CPU mode's known answers on.
 
-    The ``hf_cpu`` server marks every response with ``extra_fields["known_answer"]`` (the bundled program's kind, or
-    "" for the model's own text) only while that test/demo option is on, so these keys appear exactly when it is:
-    ``active`` (1.0), ``replaced`` (count) and ``replaced_fraction`` of the step's rollouts.
+    The known-answers rollout client (recipe/nouscoder/cpu/known_answer_client.py) marks every response with
+    ``extra_fields["known_answer"]`` (the bundled program's kind, or "" for the model's own text) only while that
+    test/demo option is on, so these keys appear exactly when it is: ``active`` (1.0), ``replaced`` (count) and
+    ``replaced_fraction`` of the step's rollouts.
     """
-    marks = [mark for mark in extra_field_values(extra_fields, "known_answer") if mark is not None]
+    marks = [mark for mark in extra_field_values(extra_fields, KNOWN_ANSWER_FIELD) if mark is not None]
     if not marks:
         return {}
     replaced = sum(1 for mark in marks if mark)

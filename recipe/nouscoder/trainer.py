@@ -22,6 +22,9 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
   0.9.1's agent loop stores the reward dict), read in the same TransferQueue call; ``multi_turn/*`` from each
   rollout's multi-turn record there (recipe/nouscoder/multi_turn/metrics.py).
 * ``_save_checkpoint`` / ``_load_checkpoint``: the online-filter state in ``global_step_N/``.
+* ``get_llm_client``: verl's rollout client (the separate-async trainer: ``ExtraFieldsClient``), or its variant with
+  the CPU mode's known answers when they are on (cpu/known_answer_client.py).
+* ``fit``: after verl's loop, the rollout's vLLM engines are shut down cleanly (rollout_shutdown.py).
 """
 
 import logging
@@ -38,7 +41,9 @@ from verl import DataProto
 from verl.trainer.ppo.v1 import PPOTrainerSeparateAsync, PPOTrainerSync, register_trainer
 from verl.trainer.ppo.v1 import trainer_separate_async as verl_separate_async
 from verl.utils.dataset.rl_dataset import collate_fn
+from verl.workers.rollout.llm_server import LLMServerClient
 
+from recipe.nouscoder.cpu.known_answer_client import rollout_client_class
 from recipe.nouscoder.dynamic_sampling import CAPPED_BUFFER_OF, CappedGroupFilterMixin
 from recipe.nouscoder.multi_turn import uses_multi_turn
 from recipe.nouscoder.multi_turn.metrics import multi_turn_metrics
@@ -49,6 +54,7 @@ from recipe.nouscoder.online_filter import (
     fully_solved_problems,
     load_problem_id_list,
 )
+from recipe.nouscoder.rollout_shutdown import shut_down_vllm_engines
 from recipe.nouscoder.server_client import ExtraFieldsClient
 from recipe.nouscoder.step_metrics import (
     compute_step_metrics,
@@ -166,6 +172,14 @@ class NousCoderTrainerMixin(_VerlTrainer):
         self.solved_in_buffer = 0
         self.advantage_needs_response_ids = estimator_needs_response_ids(config.algorithm) or uses_multi_turn(config)
         super().__init__(config)
+
+    def fit(self, agent_loop_manager):
+        """verl's training loop; then the rollout's vLLM engines are shut down (rollout_shutdown.py)."""
+        try:
+            return super().fit(agent_loop_manager)
+        finally:
+            replicas = [replica for manager in self._rollout_server_managers() for replica in manager.get_replicas()]
+            shut_down_vllm_engines(self.config.actor_rollout_ref.rollout.name, replicas)
 
     # ------------------------------ dynamic sampling ------------------------------
 
@@ -357,6 +371,10 @@ class NousCoderSyncTrainer(NousCoderTrainerMixin, PPOTrainerSync):
 
     base_trainer_mode = "sync"
 
+    def get_llm_client(self):
+        """verl's rollout client (with the CPU mode's known answers when they are on, cpu/known_answer_client.py)."""
+        return self.llm_server_manager.get_client(client_cls=rollout_client_class(LLMServerClient, self.config))
+
 
 @register_trainer("nouscoder_separate_async")
 class NousCoderSeparateAsyncTrainer(NousCoderTrainerMixin, PPOTrainerSeparateAsync):
@@ -365,5 +383,7 @@ class NousCoderSeparateAsyncTrainer(NousCoderTrainerMixin, PPOTrainerSeparateAsy
     base_trainer_mode = "separate_async"
 
     def get_llm_client(self):
-        """verl's partial-rollout client, keeping the rollout server's ``extra_fields`` (server_client.py)."""
-        return self.standalone_server_manager.get_client(client_cls=ExtraFieldsClient)
+        """verl's partial-rollout client, keeping the rollout server's ``extra_fields`` (server_client.py), with the
+        CPU mode's known answers when they are on (cpu/known_answer_client.py)."""
+        client_cls = rollout_client_class(ExtraFieldsClient, self.config)
+        return self.standalone_server_manager.get_client(client_cls=client_cls)

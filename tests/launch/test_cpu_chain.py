@@ -43,7 +43,7 @@ def submit(local_slurm, work: Path, env: dict[str, str], data: Path) -> tuple[in
         "trainer.total_training_steps=2",
         "trainer.save_freq=1",
         "trainer.test_freq=2",
-        "actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction=1.0",
+        "nouscoder.cpu.known_answers.fraction=1.0",
         env=env,
         cwd=work,
         timeout_s=2400,

@@ -1,5 +1,6 @@
 """recipe.nouscoder.cpu.rollout: the hf_cpu generation server (in process, no Ray): batching, log-probs as verl
-expects them, abort/resume for partial rollout, strict weight loading, known answers."""
+expects them, prompt log-probs as verl's vLLM server returns them, abort/resume for partial rollout, strict weight
+loading."""
 
 import asyncio
 
@@ -104,19 +105,31 @@ def test_weight_loading_is_strict_and_versioned(tiny_model_dir):
         asyncio.run(server.load_weights(state))
 
 
-def test_known_answers_are_the_bundled_programs_scored_by_the_model(tiny_model_dir):
-    server = make_server(tiny_model_dir, response_length=256, known_answers={"fraction": 1.0})
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    prompt = prompt_ids(tokenizer, "coin_purse")
-    expected = server.known_answers.answers["coin_purse"][0]
-    output = asyncio.run(server.generate(prompt, {"temperature": 1.0, "logprobs": True}, "r"))
-    assert output.extra_fields["known_answer"] == expected.kind
-    assert tokenizer.decode(output.token_ids) == expected.text + tokenizer.eos_token
-    assert output.log_probs == pytest.approx(
-        reference_log_probs(tiny_model_dir, prompt, output.token_ids, 1.0), abs=LOGPROB_TOLERANCE
-    )
+def test_prompt_log_probs_are_the_models_in_verls_format(tiny_model_dir):
+    server = make_server(tiny_model_dir)
+    prompt = prompt_ids(AutoTokenizer.from_pretrained(tiny_model_dir), "coin_purse")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32, attn_implementation="eager")
+    with torch.no_grad():
+        expected = torch.log_softmax(model(torch.tensor([prompt])).logits[0, :-1], dim=-1)
+
+    async def run():
+        requests = [{"prompt_logprobs": 0}, {"prompt_logprobs": 3}, {}]
+        return [(await server.generate(prompt, {"max_tokens": 1, **extra}, "r")).extra_fields for extra in requests]
+
+    own, top, plain = asyncio.run(run())
+    assert len(own["prompt_logprobs"]) == len(own["prompt_ids"]) == len(prompt)  # + verl's dummy last entry
+    assert [row[0] for row in own["prompt_ids"][:-1]] == prompt[1:]
+    reference = expected[torch.arange(len(prompt) - 1), torch.tensor(prompt[1:])]
+    assert [row[0] for row in own["prompt_logprobs"][:-1]] == pytest.approx(reference.tolist(), abs=LOGPROB_TOLERANCE)
+    values, indices = expected.topk(3, dim=-1)
+    assert top["prompt_ids"][:-1] == indices.tolist() and top["prompt_ids"][-1] == [0, 0, 0]
+    assert torch.tensor(top["prompt_logprobs"][:-1]) == pytest.approx(values, abs=LOGPROB_TOLERANCE)
+    assert "prompt_logprobs" not in plain
 
 
-def test_engine_options_reject_unknown_keys():
+def test_engine_options_reject_unknown_keys_and_name_the_moved_one():
     with pytest.raises(ValueError, match="engine_kwargs.hf_cpu"):
         CPUEngineOptions.from_rollout_config(RolloutConfig(name="hf_cpu", engine_kwargs={"hf_cpu": {"thread": 2}}))
+    moved = {"hf_cpu": {"known_answers": {"fraction": 0.5}}}
+    with pytest.raises(ValueError, match="nouscoder.cpu.known_answers.fraction=0.5"):
+        CPUEngineOptions.from_rollout_config(RolloutConfig(name="hf_cpu", engine_kwargs=moved))

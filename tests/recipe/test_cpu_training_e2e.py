@@ -35,7 +35,7 @@ from recipe.nouscoder.online_filter import STATE_FILE_NAME
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[2]
-KNOWN_ANSWERS = "actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction"
+KNOWN_ANSWERS = "nouscoder.cpu.known_answers.fraction"
 OVERRIDES = [
     "cpu_layout=separate_async",
     "objective=gspo_plus",

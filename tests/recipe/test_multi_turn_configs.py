@@ -56,7 +56,7 @@ def test_debug_cpu_overlay_scripts_two_turns_on_the_sample_with_public_tests():
     assert uses_multi_turn(config) and not uses_multi_turn(composed("debug_cpu"))
     assert MultiTurnOptions.from_config(config).max_turns == 2
     assert list(config.nouscoder.cpu.sample_data_args) == ["--public-tests", "1"]
-    assert list(config.actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.by_turn) == ["failing", "passing"]
+    assert list(config.nouscoder.cpu.known_answers.by_turn) == ["failing", "passing"]
     assert config.data.train_files.endswith("sample_data_public1/train.parquet")
 
 

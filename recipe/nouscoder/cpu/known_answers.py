@@ -1,14 +1,16 @@
-"""Known answers: a test/demo option of the CPU rollout that gives a random tiny model a learning signal.
+"""Known answers: a test/demo option of the CPU mode that gives a random tiny model a learning signal.
 
 A randomly initialised model never writes a fenced program, so every rollout is ``no_code`` (reward -1), every group
-has zero reward variance and every step trains on zero advantage. With ``known_answers.fraction = f > 0`` the CPU
-rollout server replaces a fraction f of the responses to prompts of the bundled sample (``data_prep/sample``) with
-one of that problem's bundled programs (references, accepted variants and wrong ones), as a fenced python block.
-The replaced text is still graded by the real grader and its log-probs are the model's own, so groups get mixed
+has zero reward variance and every step trains on zero advantage. With ``nouscoder.cpu.known_answers.fraction = f >
+0`` a fraction f of the responses to prompts of the bundled sample (``data_prep/sample``) are replaced with one of
+that problem's bundled programs (references, accepted variants and wrong ones), as a fenced python block. The
+replaced text is still graded by the real grader and its log-probs are the model's own, so groups get mixed
 rewards and non-zero advantages through the normal path.
 
-It is off unless asked for (``fraction: 0.0``), only the CPU rollout engine has it, and every replaced response is
-marked in the rollout's ``extra_fields["known_answer"]`` (the program's kind), which the recipe's trainers log as
+It is off unless asked for (``fraction: 0.0``). This module decides which responses are replaced and with what;
+``known_answer_client`` puts the programs into the rollout, in verl's rollout client, so the option works the same
+with every rollout engine (``hf_cpu``, ``vllm``). Every response of a run with the option on is marked in its
+``extra_fields["known_answer"]`` (the program's kind, ``""`` when sampled), which the recipe's trainers log as
 ``nouscoder/known_answers/*`` so a run's metrics say when it was on.
 
 Which requests are replaced is deterministic per problem: the k-th request for a problem is replaced when
@@ -35,6 +37,8 @@ from data_prep.sample import load_problems, load_solutions
 from data_prep.sample.solutions import kind_selected
 from recipe.nouscoder.cpu.tiny_model import TURN_END, TURN_START
 
+KNOWN_ANSWER_FIELD = "known_answer"
+"""Key of the mark in a response's ``extra_fields``: the program's kind, or ``""`` for a sampled response."""
 KNOWN_ANSWER_KINDS = ("reference", "accepted", "wrong_answer", "runtime_error", "compile_error", "no_code")
 """Programs that finish at once: no time/memory/output-limit or hostile ones (a 15 s wait per rollout is no demo)."""
 STATEMENT_SNIPPET_CHARS = 120
@@ -48,7 +52,7 @@ ASSISTANT_TURN = f"{TURN_START}assistant\n"
 
 @dataclass(frozen=True)
 class KnownAnswerOptions:
-    """``actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers``."""
+    """``nouscoder.cpu.known_answers``."""
 
     fraction: float = 0.0
     """Fraction of responses to bundled-sample prompts that are replaced; 0 = off."""

@@ -17,6 +17,7 @@ itself through ``actor_rollout_ref.rollout.checkpoint_engine.custom_backend_modu
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 import verl.utils.distributed as verl_distributed
@@ -42,10 +43,11 @@ def _use_single_gloo_backend() -> None:
     if getattr(original, "nouscoder_cpu", False):
         return
 
+    @functools.wraps(original)  # inspect.unwrap finds verl's function (tests/test_verl_contract.py reads its source)
     def initialize_global_process_group_ray(timeout_second=None, backend=None):
         return original(timeout_second=timeout_second, backend=backend or CPU_PROCESS_GROUP_BACKEND)
 
-    initialize_global_process_group_ray.nouscoder_cpu = True
+    initialize_global_process_group_ray.nouscoder_cpu = True  # type: ignore[attr-defined]  # a mark on the function object
     verl_distributed.initialize_global_process_group_ray = initialize_global_process_group_ray
 
 

@@ -7,9 +7,12 @@ gives the three pieces for CPU, in the roles vLLM's take on GPUs:
 
 - ``CPUGenerationServer``: one Ray actor per replica holding the model (fp32, eager attention); serves one request
   at a time with ``model.generate`` in a thread, returning the processed (temperature/top-k/top-p) log-probs of the
-  sampled tokens, as ``logprobs_mode: processed_logprobs`` does in vLLM. ``abort_all_requests`` stops the running
-  generation at the next token and parks new requests until ``resume_generation`` (partial rollout: verl's
-  ``FullyAsyncLLMServerClient`` resumes an aborted request from the tokens it already has);
+  sampled tokens, as ``logprobs_mode: processed_logprobs`` does in vLLM, and, when a request asks for
+  ``prompt_logprobs``, the model's unprocessed log-probs of its prompt tokens in verl's format, as vLLM's server
+  returns them (what the known-answers option scores its programs with, known_answer_client.py).
+  ``abort_all_requests`` stops the running generation at the next token and parks new requests until
+  ``resume_generation`` (partial rollout: verl's ``FullyAsyncLLMServerClient`` resumes an aborted request from the
+  tokens it already has);
 - ``CPUReplica``: launches the server next to the replica's first worker;
 - ``CPUServerAdapter``: built by verl in the FSDP worker (colocated ``naive`` weight sync of the sync trainer) or in
   the standalone rollout's ``CheckpointEngineWorker`` (separate-async trainer); it gathers the full weights and
@@ -36,8 +39,6 @@ from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica, TokenOutput
 from verl.workers.rollout.utils import ensure_async_iterator
 
-from recipe.nouscoder.cpu.known_answers import KnownAnswerBook, KnownAnswerOptions
-
 logger = logging.getLogger(__name__)
 logger.setLevel(os.getenv("VERL_LOGGING_LEVEL", "INFO"))
 
@@ -51,12 +52,16 @@ class CPUEngineOptions:
 
     threads: int = 1
     """torch threads of the server process (the trainer ranks use the other cores)."""
-    known_answers: KnownAnswerOptions = field(default_factory=KnownAnswerOptions)
-    """Test/demo option: replace a fraction of responses with bundled programs (known_answers.py). Off by default."""
 
     @classmethod
     def from_rollout_config(cls, rollout_config: Any) -> CPUEngineOptions:
         values = dict((rollout_config.engine_kwargs or {}).get(ROLLOUT_NAME) or {})
+        if "known_answers" in values:
+            raise ValueError(
+                f"actor_rollout_ref.rollout.engine_kwargs.{ROLLOUT_NAME}.known_answers moved to "
+                f"nouscoder.cpu.known_answers (the same for every rollout engine): pass e.g. "
+                f"nouscoder.cpu.known_answers.fraction=0.5"
+            )
         known = {option.name for option in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -64,8 +69,7 @@ class CPUEngineOptions:
                 f"unknown option(s) actor_rollout_ref.rollout.engine_kwargs.{ROLLOUT_NAME}.{unknown}; "
                 f"known options are {sorted(known)}"
             )
-        known_answers = KnownAnswerOptions.from_mapping(values.pop("known_answers", None))
-        options = cls(known_answers=known_answers, **values)
+        options = cls(**values)
         if int(options.threads) < 1:
             raise ValueError(f"engine_kwargs.{ROLLOUT_NAME}.threads must be >= 1, got {options.threads}")
         return options
@@ -120,8 +124,9 @@ class _Request:
     prompt_ids: list[int]
     sampling: _Sampling
     max_new_tokens: int
+    prompt_logprobs: int | None
+    """``sampling_params["prompt_logprobs"]``: None, 0 (each prompt token's own log-prob) or k (the top k)."""
     future: asyncio.Future
-    known_answer: tuple[str, list[int]] | None = None
 
 
 @dataclass
@@ -129,7 +134,7 @@ class _Generation:
     token_ids: list[int]
     log_probs: list[float]
     aborted: bool
-    known_answer: str | None = None
+    prompt_logprobs: dict[str, list[list[Any]]] = field(default_factory=dict)
 
 
 class CPUGenerationServer:
@@ -155,7 +160,6 @@ class CPUGenerationServer:
         self.pad_token_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         self.max_model_len = self.config.max_model_len or self.config.prompt_length + self.config.response_length
         self.max_batch = max(1, int(self.config.max_num_seqs))
-        self.known_answers = KnownAnswerBook.from_bundled_sample(self.options.known_answers)
         self.global_steps: int | None = None
         self.weight_version = 0
         self.batches_run = 0
@@ -166,12 +170,6 @@ class CPUGenerationServer:
         self._admission_open.set()
         self._abort_running = threading.Event()
         self._serving: asyncio.Task | None = None
-        if self.known_answers.enabled:
-            logger.warning(
-                f"hf_cpu replica {replica_rank}: known_answers.fraction={self.options.known_answers.fraction}: a "
-                f"fraction of the responses to bundled-sample prompts are bundled programs, not the model's text "
-                f"(test/demo option; logged as nouscoder/known_answers/*)"
-            )
 
     def ready(self) -> dict[str, Any]:
         return {"replica_rank": self.replica_rank, "pid": os.getpid(), "max_model_len": self.max_model_len}
@@ -213,10 +211,14 @@ class CPUGenerationServer:
         if image_data is not None or video_data is not None:
             raise ValueError("the hf_cpu rollout serves text prompts only")
         prompt_ids = [int(token) for token in prompt_ids]
+        prompt_logprobs = sampling_params.get("prompt_logprobs")
+        if prompt_logprobs is not None and int(prompt_logprobs) < 0:
+            raise ValueError(f"prompt_logprobs must be None, 0 or a number of top tokens, got {prompt_logprobs}")
         request = _Request(
             prompt_ids,
             self._sampling(sampling_params),
             self._max_new_tokens(len(prompt_ids), sampling_params),
+            None if prompt_logprobs is None else int(prompt_logprobs),
             asyncio.Future(),
         )
         self._queue.append(request)
@@ -224,9 +226,11 @@ class CPUGenerationServer:
         if self._serving is None or self._serving.done():
             self._serving = asyncio.create_task(self._serve())
         result: _Generation = await request.future
-        extra_fields: dict[str, Any] = {"global_steps": self.global_steps, "weight_version": self.weight_version}
-        if self.known_answers.enabled:
-            extra_fields["known_answer"] = result.known_answer or ""
+        extra_fields: dict[str, Any] = {
+            "global_steps": self.global_steps,
+            "weight_version": self.weight_version,
+            **result.prompt_logprobs,
+        }
         return TokenOutput(
             token_ids=result.token_ids,
             log_probs=result.log_probs if sampling_params.get("logprobs") else None,
@@ -241,9 +245,6 @@ class CPUGenerationServer:
         batch = [request for request in self._queue if request.sampling == first][: self.max_batch]
         taken = {id(request) for request in batch}
         self._queue = [request for request in self._queue if id(request) not in taken]
-        for request in batch:
-            if request.known_answer is None:
-                request.known_answer = self._known_answer_tokens(request.prompt_ids, request.max_new_tokens)
         return batch
 
     async def _serve(self) -> None:
@@ -268,27 +269,14 @@ class CPUGenerationServer:
 
     # ------------------------------ the model ------------------------------
 
-    def _known_answer_tokens(self, prompt_ids: list[int], max_new_tokens: int) -> tuple[str, list[int]] | None:
-        answer = self.known_answers.next_answer(self.tokenizer.decode(prompt_ids))
-        if answer is None:
-            return None
-        tokens = self.tokenizer(answer.text, add_special_tokens=False)["input_ids"] + [self.eos_token_id]
-        return answer.kind, tokens[:max_new_tokens]
-
     def _run_batch(self, batch: list[_Request]) -> list[_Generation]:
         self.batches_run += 1
-        sampled = [request for request in batch if request.known_answer is None]
-        results: dict[int, _Generation] = {}
-        if sampled:
-            seed = hash((self.config.seed, self.replica_rank, self.batches_run)) % (2**31)
-            for request, result in zip(sampled, self._sample(sampled, seed), strict=True):
-                results[id(request)] = result
-        for request in batch:
-            if request.known_answer is not None:
-                kind, tokens = request.known_answer
-                log_probs = self._score(request.prompt_ids, tokens, request.sampling.temperature or 1.0)
-                results[id(request)] = _Generation(tokens, log_probs, aborted=False, known_answer=kind)
-        return [results[id(request)] for request in batch]
+        seed = hash((self.config.seed, self.replica_rank, self.batches_run)) % (2**31)
+        results = self._sample(batch, seed)
+        for request, result in zip(batch, results, strict=True):
+            if request.prompt_logprobs is not None:
+                result.prompt_logprobs = self._prompt_logprobs(request.prompt_ids, request.prompt_logprobs)
+        return results
 
     def _sample(self, batch: list[_Request], seed: int) -> list[_Generation]:
         """One left-padded ``generate`` call; each row cut at its first EOS or its own token budget."""
@@ -321,12 +309,23 @@ class CPUGenerationServer:
             generations.append(_Generation(tokens, log_probs.tolist(), aborted=aborting and not finished))
         return generations
 
-    def _score(self, prompt_ids: list[int], tokens: list[int], temperature: float) -> list[float]:
-        """Log-probs of given response tokens under the model at ``temperature`` (one forward pass)."""
+    def _prompt_logprobs(self, prompt_ids: list[int], top: int) -> dict[str, list[list[Any]]]:
+        """vLLM's prompt log-probs as verl's vLLM server returns them (``extract_prompt_logprobs`` in
+        ``verl/workers/rollout/vllm_rollout/utils.py``): for each prompt token after the first, the unprocessed
+        log-prob of that token (``top`` = 0) or the ``top`` most likely tokens by rank, and a dummy last entry."""
         with torch.no_grad():
-            logits = self.model(torch.tensor([prompt_ids + tokens])).logits[0, len(prompt_ids) - 1 : -1].float()
-        log_probs = torch.log_softmax(logits / max(temperature, 1e-6), dim=-1)
-        return log_probs.gather(-1, torch.tensor(tokens)[:, None])[:, 0].tolist()
+            logits = self.model(torch.tensor([prompt_ids])).logits[0, :-1].float()
+        log_probs = torch.log_softmax(logits, dim=-1)
+        if top == 0:
+            token_ids = torch.tensor(prompt_ids[1:])[:, None]
+            values = log_probs.gather(-1, token_ids)
+        else:
+            values, token_ids = log_probs.topk(min(top, log_probs.shape[-1]), dim=-1)
+        width = max(top, 1)
+        return {
+            "prompt_logprobs": values.tolist() + [[0.0] * width],
+            "prompt_ids": token_ids.tolist() + [[0] * width],
+        }
 
     # ------------------------------ weights ------------------------------
 

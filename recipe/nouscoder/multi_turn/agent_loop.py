@@ -26,6 +26,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 from verl.workers.rollout.replica import TokenOutput
 
+from recipe.nouscoder.cpu.known_answers import KNOWN_ANSWER_FIELD
 from recipe.nouscoder.multi_turn import AGENT_NAME
 from recipe.nouscoder.multi_turn.conversation import Trajectory, Turn
 from recipe.nouscoder.multi_turn.feedback import feedback_message, is_done_reply
@@ -40,8 +41,6 @@ logger.setLevel(os.getenv("VERL_LOGGING_LEVEL", "WARN"))
 
 REWARD_MANAGERS_PASSING_EXTRA_FIELDS = ("naive", "limited", "remote")
 """verl 0.9.1 reward managers that merge the rollout's extra_fields into ``extra_info`` (``dapo`` does not)."""
-KNOWN_ANSWER_FIELD = "known_answer"
-"""Mark of the CPU rollout's known-answers option (recipe/nouscoder/cpu/known_answers.py), kept per turn."""
 
 
 def check_reward_manager(config: Any) -> None:

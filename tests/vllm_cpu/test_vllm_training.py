@@ -1,0 +1,145 @@
+"""Both trainers of the recipe on verl's real vLLM rollout, on CPU: `python -m recipe.nouscoder.main --config-name
+debug_cpu cpu_rollout=vllm [cpu_layout=separate_async]`, through the CLI in a subprocess, as a user runs it.
+
+- ``nouscoder_sync``: 2 FSDP ranks, each hosting a vLLM replica (colocated, verl's ``naive`` weight sync into vLLM
+  through the project's reload extension), the Ray grading pool; known answers for every response, so that some
+  problem's whole group passes. 2 steps, checkpoint at step 2. The checks of the CPU chain's sync run
+  (tests/launch/test_cpu_chain.py): mixed rewards, gradients, on-policy TIS weights near 1 (vLLM's fp32 log-probs
+  are the learner's), the recipe's metrics.
+- ``nouscoder_separate_async``: 1 trainer rank, 1 standalone vLLM replica (verl's vLLM server with abort/resume and
+  the partial-rollout client), weights over ``cpu_gloo`` into vLLM; half known answers. 2 steps with a checkpoint at
+  step 2, then the same command with 3 steps resumes at step 3 with the online-filter state: the checks of
+  tests/recipe/test_cpu_training_e2e.py.
+
+After every invocation: no process of the run is left, and no shared-memory segment the run created stays in
+/dev/shm (vLLM's ``psm_*`` message queues, multiprocessing's ``sem.mp-*``; recipe/nouscoder/rollout_shutdown.py).
+Cost: three CLI invocations, each with vLLM start-up (about 5-7 minutes together on an idle 2-core machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from recipe.nouscoder.online_filter import STATE_FILE_NAME
+from tests.launch.test_cpu_chain import assert_trained_on_policy_with_the_recipes_parts
+from tests.recipe.test_cpu_training_e2e import E2E_MARKER_ENV, metrics, processes_marked
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
+
+RUN_TIMEOUT_S = 1200
+EXIT_GRACE_S = 120
+"""How long a finished run's Ray processes may take to exit on a loaded machine (checked as soon as none is left)."""
+SHARED_MEMORY = Path("/dev/shm")
+SEGMENT_PREFIXES = ("psm_", "sem.mp-")
+"""multiprocessing.shared_memory's and multiprocessing's semaphores' names: what vLLM's processes create there."""
+
+
+def shared_memory_segments() -> set[str]:
+    return {entry.name for entry in SHARED_MEMORY.iterdir() if entry.name.startswith(SEGMENT_PREFIXES)}
+
+
+@dataclass
+class Invocations:
+    run_dir: Path
+    marker: str = field(default_factory=lambda: uuid.uuid4().hex)
+    wall_s: list[float] = field(default_factory=list)
+    leftover_processes: list[str] = field(default_factory=list)
+    leftover_segments: set[str] = field(default_factory=set)
+    log: str = ""
+
+    def run(self, data_dir: Path, model_dir: Path, steps: int, *overrides: str) -> None:
+        command = [
+            sys.executable,
+            "-m",
+            "recipe.nouscoder.main",
+            "--config-name",
+            "debug_cpu",
+            "cpu_rollout=vllm",
+            f"trainer.default_local_dir={self.run_dir}",
+            f"data.train_files={data_dir / 'train.parquet'}",
+            f"data.val_files={data_dir / 'test.parquet'}",
+            f"actor_rollout_ref.model.path={model_dir}",
+            f"trainer.total_training_steps={steps}",
+            "trainer.save_freq=2",
+            "trainer.test_freq=-1",
+            *overrides,
+        ]
+        before = shared_memory_segments()
+        start = time.monotonic()
+        completed = subprocess.run(
+            command,
+            cwd=self.run_dir.parent,
+            env={**os.environ, E2E_MARKER_ENV: self.marker, "HYDRA_FULL_ERROR": "1"},
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+        self.wall_s.append(time.monotonic() - start)
+        output = completed.stdout + completed.stderr
+        self.log += output
+        assert completed.returncode == 0, f"run exited {completed.returncode}:\n{output[-6000:]}"
+        self.leftover_processes += processes_marked(self.marker, grace_s=EXIT_GRACE_S)
+        self.leftover_segments |= shared_memory_segments() - before
+
+
+def steps_of(records: list[dict]) -> dict[int, dict]:
+    return {record["step"]: record["data"] for record in records}
+
+
+@pytest.fixture(scope="module")
+def sync_run(sample_data_dir, tiny_model_dir, tmp_path_factory) -> Invocations:
+    runs = Invocations(tmp_path_factory.mktemp("vllm_sync") / "run")
+    runs.run(sample_data_dir, tiny_model_dir, 2, "nouscoder.cpu.known_answers.fraction=1.0")
+    return runs
+
+
+@pytest.fixture(scope="module")
+def async_run(sample_data_dir, tiny_model_dir, tmp_path_factory) -> Invocations:
+    runs = Invocations(tmp_path_factory.mktemp("vllm_separate_async") / "run")
+    overrides = ("cpu_layout=separate_async", "nouscoder.cpu.known_answers.fraction=0.5")
+    runs.run(sample_data_dir, tiny_model_dir, 2, *overrides)
+    runs.run(sample_data_dir, tiny_model_dir, 3, *overrides)
+    return runs
+
+
+def test_sync_trainer_trains_on_policy_on_vllm(sync_run):
+    records = metrics(sync_run.run_dir / "metrics.jsonl")
+    assert [record["step"] for record in records] == [1, 2]
+    assert_trained_on_policy_with_the_recipes_parts([record["data"] for record in records])
+    assert (sync_run.run_dir / "global_step_2" / "actor").is_dir()
+    assert "vLLM on CPU: reloaded" in sync_run.log  # the weight sync went through the project's extension
+    print(f"sync on vLLM: wall {sync_run.wall_s} s, steps {[r['data']['timing_s/step'] for r in records]} s")
+
+
+def test_separate_async_trainer_trains_and_resumes_on_vllm(async_run):
+    first, resumed = metrics(async_run.run_dir / "metrics.1.jsonl"), metrics(async_run.run_dir / "metrics.jsonl")
+    assert [record["step"] for record in first + resumed] == [1, 2, 3]
+    steps = steps_of(first + resumed)
+    assert any(step["grading/verdict/accepted"] > 0 for step in steps.values())
+    assert any(step["critic/score/min"] < 0 < step["critic/score/max"] for step in steps.values())
+    assert all(step["actor/grad_norm"] > 0 for step in steps.values())
+    assert all(step["grading/internal_errors"] == 0 for step in steps.values())
+    assert all(step["nouscoder/known_answers/active"] == 1.0 for step in steps.values())
+    assert all(0 < step["rollout_corr/rollout_is_mean"] <= 2.0 for step in steps.values())  # off-policy, capped
+    assert all(step["cpu_gloo/weight_sync_mib"] > 0 for step in steps.values())
+    assert (steps[1]["nouscoder/temperature"], steps[3]["nouscoder/temperature"]) == (1.0, 1.1)
+    saved = json.loads((async_run.run_dir / "global_step_2" / STATE_FILE_NAME).read_text())["solved_in_epoch"]
+    assert steps[3]["nouscoder/online_filter/removed_problems"] >= len(saved)
+    print(f"separate_async on vLLM: wall {async_run.wall_s} s, steps {[s['timing_s/step'] for s in steps.values()]} s")
+
+
+@pytest.mark.parametrize("runs", ["sync_run", "async_run"])
+def test_nothing_of_a_vllm_run_is_left_behind(runs, request):
+    invocations: Invocations = request.getfixturevalue(runs)
+    assert invocations.leftover_processes == []
+    assert invocations.leftover_segments == set()
