@@ -74,18 +74,20 @@ test: setup system-deps lint gpu-deps-check
 test-fast: setup lint
 	$(VENV)/bin/pytest -m "not integration and not gpu" tests
 
-# The recipe's main job on the bundled sample: data -> grading check -> 2 real RL steps on CPU (debug_cpu).
+# The recipe's main job on the bundled sample (data -> grading check), then the CPU learning run: a 0.4M Qwen2
+# warm-started under the run directory learns a templated task family by reinforcement learning alone
+# (debug_cpu_learn_async: separate-async trainer, microcoder_grpo + gspo_plus, no known answers). Its held-out pass
+# rate (verl's validation before training and every 3 steps) is the "held-out pass rate" line of the summary.
 # The grading check uses a 5 s test limit instead of 15 s so the 9 deliberately-too-slow programs (each >= 10^10
-# steps) do not keep the demo waiting; the training run replaces half of the tiny model's responses with the sample's
-# own programs (known_answers, a test/demo option, logged as nouscoder/known_answers/*) so that rewards are mixed.
+# steps) do not keep the demo waiting.
 DEMO_RUN = $(abspath $(DEMO_OUT))/cpu_run
+DEMO_STEPS ?= 6
 demo: setup system-deps
 	$(PY) -m data_prep.build_deepcoder_mix --from sample --out $(DEMO_OUT)/data
 	$(PY) -m data_prep.sample.export --out $(DEMO_OUT)/grading
 	$(PY) -m reward_fns.grade --problems $(DEMO_OUT)/grading/problems.jsonl --completions $(DEMO_OUT)/grading/completions.jsonl --out $(DEMO_OUT)/grading/graded.jsonl --time-limit-s 5 --summary --check-expected
-	$(PY) -m recipe.nouscoder.main --config-name debug_cpu trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
-	  data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet \
-	  trainer.total_training_steps=2 trainer.test_freq=-1 actor_rollout_ref.rollout.engine_kwargs.hf_cpu.known_answers.fraction=0.5
+	$(PY) -m recipe.nouscoder.main --config-name debug_cpu_learn_async trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
+	  trainer.total_training_steps=$(DEMO_STEPS) trainer.test_freq=3 actor_rollout_ref.rollout.val_kwargs.n=2
 	$(PY) -m recipe.nouscoder.plot_metrics --log $(DEMO_RUN)/metrics.jsonl --out-dir $(DEMO_RUN)/plots
 	@echo
 	$(PY) -m recipe.nouscoder.run_summary $(DEMO_RUN)

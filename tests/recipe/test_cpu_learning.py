@@ -10,10 +10,10 @@ same group statistics, no information), validated after its last step only: it s
 real run's step-0 validation is its start too.
 
 Margins (seeded inputs; the order in which requests batch still varies run to run): in STEPS steps the real run gains
-+0.35-0.40 of held-out pass rate and the shuffled control -0.03 (4 samples on each of 64 held-out problems: one
-estimate varies by about 0.03). Required: a gain of at least MIN_GAIN, a control at most MAX_CONTROL_GAIN above the
-start, and the real run at least MIN_SEPARATION above the control. Cost: the warm start (~1 min) and two runs
-(~2 min each) on 2 cores.
++0.3-0.4 of held-out pass rate and the shuffled control loses up to 0.1 (4 samples on each of 64 held-out problems:
+one estimate varies by about 0.03). Required: a gain of at least MIN_GAIN, a control at most MAX_CONTROL_GAIN above
+the start, and the real run at least MIN_SEPARATION above the control. Cost: 290 s on 2 cores (load 2-8): the warm
+start 55 s, each run about 2 minutes.
 """
 
 from __future__ import annotations
