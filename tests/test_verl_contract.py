@@ -581,6 +581,18 @@ CONTRACT = [
         needs_vllm=True,
     ),
     Internal(
+        "fsdp2_sharded_save_to_cpu as DetachActorWorker's pi_old snapshot",
+        f"{CPU}snapshots.py: the snapshot copied on CPU",
+        lambda: (
+            require_parameters("verl.utils.fsdp_utils:fsdp2_sharded_save_to_cpu", "model"),
+            require_source(
+                "verl.experimental.separation.engine_workers:DetachActorWorker._get_strategy_handlers",
+                "from verl.utils.fsdp_utils import (",
+                "fsdp2_sharded_save_to_cpu,",
+            ),
+        ),
+    ),
+    Internal(
         "VERL_USE_EXTERNAL_MODULES",
         f"{CPU}__init__.py: every Ray process imports the CPU plugin",
         lambda: require(

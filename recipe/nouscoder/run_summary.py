@@ -4,8 +4,8 @@
 
 RUN_DIR is the run's ``trainer.default_local_dir``. One line per logged training step (from ``metrics.jsonl`` and
 its earlier segments, as ``select_checkpoint`` reads them): mean reward, graded verdicts, pass rate, policy-gradient
-norm, step time, and whether the CPU mode's known-answer option replaced responses; then the checkpoints, the
-metrics files and the plot folder.
+norm, step time, and whether the CPU mode's known-answer option replaced responses; then the held-out pass rate at
+each validated step (``learning_curve.py``), the checkpoints, the metrics files and the plot folder.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from recipe.nouscoder.learning_curve import validation_curve
 from recipe.nouscoder.select_checkpoint import (
     METRICS_FILE_NAME,
+    TRACKER_FILE_NAME,
     complete_checkpoint_steps,
     metrics_segments,
     read_step_metrics,
@@ -48,9 +50,14 @@ def step_table(step_metrics: dict[int, dict[str, float]]) -> list[str]:
 
 def summary(run_dir: Path) -> str:
     metrics_file = run_dir / METRICS_FILE_NAME
-    lines = step_table(read_step_metrics(metrics_file))
-    checkpoints = complete_checkpoint_steps(run_dir)
+    step_metrics = read_step_metrics(metrics_file)
+    lines = step_table(step_metrics)
+    checkpoints = complete_checkpoint_steps(run_dir) if (run_dir / TRACKER_FILE_NAME).is_file() else {}
     lines.append("")
+    held_out = validation_curve(step_metrics)
+    if held_out:
+        curve = "  ".join(f"step {step}: {rate:.2f}" for step, rate in held_out.items())
+        lines.append(f"held-out pass rate (verl validation): {curve}")
     lines.append(f"metrics:     {', '.join(str(path) for path in metrics_segments(metrics_file) if path.exists())}")
     lines.append(f"checkpoints: {', '.join(str(path.parent) for _, path in sorted(checkpoints.items())) or 'none'}")
     if (run_dir / "plots").is_dir():

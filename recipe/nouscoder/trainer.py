@@ -15,7 +15,8 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
   multi-turn agent loop, verl's advantage step runs inside ``verl_ext``'s ``provide_advantage_inputs`` with the
   response token ids and true lengths read from TransferQueue (verl passes neither to estimators; a multi-turn
   response_mask leaves out feedback tokens, and overlong filtering must see the whole trajectory's length); other
-  runs go straight to verl.
+  runs go straight to verl. A negative control (``nouscoder.negative_control``, negative_control.py) shuffles the
+  rewards before it or flips the advantages after it.
 * ``step``: after verl's step, reads the trained batch back from TransferQueue, records fully solved problems
   and adds the ``nouscoder/*``, ``length_bias/*`` and ``grading/*`` metrics to the step's metrics (logged by
   verl's Tracking). ``grading/*`` come from each rollout's ``extra_fields["reward_extra_info"]`` (where verl
@@ -47,6 +48,7 @@ from recipe.nouscoder.cpu.known_answer_client import rollout_client_class
 from recipe.nouscoder.dynamic_sampling import CAPPED_BUFFER_OF, CappedGroupFilterMixin
 from recipe.nouscoder.multi_turn import uses_multi_turn
 from recipe.nouscoder.multi_turn.metrics import multi_turn_metrics
+from recipe.nouscoder.negative_control import NegativeControl
 from recipe.nouscoder.online_filter import (
     ProblemFilterSampler,
     SolvedProblemFilter,
@@ -171,6 +173,7 @@ class NousCoderTrainerMixin(_VerlTrainer):
         self.problem_sampler: ProblemFilterSampler | None = None
         self.solved_in_buffer = 0
         self.advantage_needs_response_ids = estimator_needs_response_ids(config.algorithm) or uses_multi_turn(config)
+        self.negative_control = NegativeControl.from_config(self.nouscoder.get("negative_control"))
         super().__init__(config)
 
     def fit(self, agent_loop_manager):
@@ -276,12 +279,19 @@ class NousCoderTrainerMixin(_VerlTrainer):
     # ------------------------------ advantage inputs ------------------------------
 
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
-        """verl's advantage step, given the response ids and true lengths when the estimator needs them.
+        """verl's advantage step, given the response ids and true lengths when the estimator needs them, inside the
+        negative control when one is on (negative_control.py).
 
         verl's ``_compute_advantage`` reads ``batch.keys`` in order and hands the rows unchanged to the estimator
         (non-``grpo`` estimators bypass its multi-trajectory regrouping), so ``responses`` read for the same keys
         are row-aligned with what the estimator receives.
         """
+        if self.negative_control.mode is None:
+            return self._advantage_with_inputs(batch, metrics)
+        with self.negative_control.around_advantage(batch, self.global_steps, metrics):
+            return self._advantage_with_inputs(batch, metrics)
+
+    def _advantage_with_inputs(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
         if not self.advantage_needs_response_ids:
             return super()._compute_advantage(batch, metrics)
         fields = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["responses"])

@@ -66,8 +66,11 @@ def install_platform_here() -> None:
 
 def build_missing_inputs(config: DictConfig) -> None:
     """The bundled sample's parquet under ``nouscoder.cpu.sample_data_dir`` (build flags: ``sample_data_args``) and
-    the tiny model, when missing."""
+    the tiny model, when missing; with ``nouscoder.cpu.learning`` set, the task family and warm-started model instead."""
     cpu = config.nouscoder.cpu
+    if cpu.get("learning") is not None:
+        build_missing_learning_inputs(cpu.learning)
+        return
     data_files = [Path(path) for path in (config.data.train_files, config.data.val_files)]
     sample_dir = Path(cpu.sample_data_dir)
     missing = [path for path in data_files if not path.is_file()]
@@ -93,6 +96,26 @@ def build_missing_inputs(config: DictConfig) -> None:
             return  # a model of the user's own
         info = build_tiny_model(data_files, model_dir)
         logger.warning(f"CPU mode: built the tiny model in {model_dir}: {info['parameters']:,} parameters")
+
+
+def build_missing_learning_inputs(learning: DictConfig) -> None:
+    """The learning run's inputs (``debug_cpu_learn``): the task family in ``learning.data_dir`` (task_family.py)
+    and the warm-started model in ``learning.model_dir`` (warm_start.py), each built when missing or built with
+    other settings."""
+    from recipe.nouscoder.cpu import task_family, warm_start
+
+    data_dir, model_dir = Path(learning.data_dir), Path(learning.model_dir)
+    family = task_family.TaskFamilySpec(
+        seed=int(learning.seed), train=int(learning.train_problems), val=int(learning.val_problems)
+    )
+    if not task_family.is_built(data_dir, family):
+        logger.warning(f"CPU mode: drawing the learning task family in {data_dir} ({family})")
+        task_family.build_task_family(data_dir, family)
+    model = warm_start.WarmStartSpec(seed=int(learning.seed))
+    if not warm_start.is_built(model_dir, model, data_dir):
+        logger.warning(f"CPU mode: building the warm-started model in {model_dir} (about a minute on one core)")
+        info = warm_start.build_warm_start(data_dir, model_dir, model)
+        logger.warning(f"CPU mode: warm start done in {info['build_s']} s, loss {info['supervised_loss'][-1]}")
 
 
 def size_local_ray_cluster(config: DictConfig) -> None:

@@ -9,7 +9,8 @@ server and reward actor run this once, before any verl engine module is imported
    ``"cpu:gloo,{device}:{backend}"``, which on this platform is ``"cpu:gloo,cpu:gloo"`` and torch rejects the
    duplicate device type (``verl/utils/distributed.py``); with no backend given it now uses ``"cpu:gloo"``;
 3. registers the rollout backend ``hf_cpu`` (``actor_rollout_ref.rollout.name=hf_cpu``) in verl's two rollout
-   registries, lazily, so that the rollout module is imported only where a rollout is built.
+   registries, lazily, so that the rollout module is imported only where a rollout is built;
+4. makes the separate-async trainer's pi_old snapshot a copy on CPU (``snapshots.py``).
 
 The checkpoint engine ``cpu_gloo`` is registered by ``recipe.nouscoder.cpu.checkpoint_engine``, which verl imports
 itself through ``actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module``.
@@ -26,6 +27,7 @@ from verl.workers.rollout import base as rollout_base
 from verl.workers.rollout.replica import RolloutReplicaRegistry
 
 from recipe.nouscoder.cpu.platform import CPUPlatform
+from recipe.nouscoder.cpu.snapshots import use_copying_snapshots
 
 PLATFORM_NAME = "cpu"
 ROLLOUT_NAME = "hf_cpu"
@@ -59,3 +61,4 @@ def _register_rollout() -> None:
 _register_platform()
 _use_single_gloo_backend()
 _register_rollout()
+use_copying_snapshots()

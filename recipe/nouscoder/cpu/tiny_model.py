@@ -76,15 +76,10 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int):
     return tokenizer
 
 
-def build_tiny_model(parquet_files: Sequence[Path], out_dir: Path, shape: TinyModelShape = TinyModelShape()) -> dict:
-    """Write tokenizer + random Qwen2 to ``out_dir``; returns the build info (also saved as ``BUILD_INFO_FILE``)."""
+def random_qwen2(tokenizer, shape: TinyModelShape = TinyModelShape()):
+    """A randomly initialised (seeded) fp32 Qwen2 of ``shape`` for ``tokenizer``: EOS = end of turn, pad = its pad."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    missing = [str(path) for path in parquet_files if not Path(path).is_file()]
-    if missing:
-        raise FileNotFoundError(f"no parquet file at {missing}: build the data first (python -m data_prep...)")
-    texts = [*prompt_texts(parquet_files), *sample_program_texts()]
-    tokenizer = train_tokenizer(texts, shape.vocab_size)
     torch.manual_seed(shape.seed)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
@@ -103,6 +98,17 @@ def build_tiny_model(parquet_files: Sequence[Path], out_dir: Path, shape: TinyMo
     model = Qwen2ForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def build_tiny_model(parquet_files: Sequence[Path], out_dir: Path, shape: TinyModelShape = TinyModelShape()) -> dict:
+    """Write tokenizer + random Qwen2 to ``out_dir``; returns the build info (also saved as ``BUILD_INFO_FILE``)."""
+    missing = [str(path) for path in parquet_files if not Path(path).is_file()]
+    if missing:
+        raise FileNotFoundError(f"no parquet file at {missing}: build the data first (python -m data_prep...)")
+    texts = [*prompt_texts(parquet_files), *sample_program_texts()]
+    tokenizer = train_tokenizer(texts, shape.vocab_size)
+    model = random_qwen2(tokenizer, shape)
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(out_dir)
     model.save_pretrained(out_dir)
