@@ -32,7 +32,6 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, packages_distributions, requires, version
 from pathlib import Path
 
-from compose import compose_config, experiment_names
 from omegaconf import DictConfig, OmegaConf
 
 # Requirement lines of verl's own metadata: `NAME==VERSION; extra == "EXTRA"`.
@@ -302,6 +301,8 @@ def report(results: list[tuple[Entry, str | None]], node: str) -> list[str]:
 
 def gpu_experiment_configs(overrides: list[str]) -> dict[str, DictConfig]:
     """The experiment configs that run on GPUs, composed: every one but the CPU mode's (`trainer.device=cpu`)."""
+    from compose import compose_config, experiment_names  # hydra, verl: only where configs are composed
+
     composed = {name: compose_config(name, overrides) for name in experiment_names()}
     return {name: config for name, config in composed.items() if config.trainer.get("device") != "cpu"}
 
@@ -330,6 +331,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.manifest:
         entries = [Entry.from_json(item) for item in json.loads(args.manifest.read_text())]
     else:
+        from compose import compose_config
+
         configs = (
             {name: compose_config(name, args.overrides) for name in args.config}
             if args.config

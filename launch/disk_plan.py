@@ -22,18 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig
-from run_plan import CHECKPOINT_BYTES_PER_PARAM, MEAN_RESPONSE_FRACTION
+from run_plan import CHECKPOINT_BYTES_PER_PARAM, MEAN_RESPONSE_FRACTION, replicas
 
 OPTIMIZER_BYTES_PER_PARAM = 8  # Adam's two fp32 moments, the part deleted after the selection
 MERGED_BYTES_PER_PARAM = 2  # the selected model merged to bf16 safetensors
 TEXT_BYTES_PER_TOKEN = 4  # a decoded token of code or prose, about 4 characters
-
-
-def replicas(config: DictConfig) -> int:
-    """How many full copies of the sharded state the trainer's ranks hold (and save): N / fsdp_size."""
-    gpus = int(config.trainer.nnodes) * int(config.trainer.n_gpus_per_node)
-    fsdp_size = int(config.actor_rollout_ref.actor.fsdp_config.get("fsdp_size", -1))
-    return gpus // fsdp_size if 0 < fsdp_size < gpus else 1
 
 
 @dataclass(frozen=True)

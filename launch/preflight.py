@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from bill_of_materials import bill_of_materials, merged
 from compose import compose_config
-from disk_plan import free_bytes, gb, generations_bytes, model_params, peak_bytes, replicas, stage_disk, used_bytes
+from disk_plan import free_bytes, gb, generations_bytes, model_params, peak_bytes, stage_disk, used_bytes
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 from run_plan import (
@@ -38,6 +38,7 @@ from run_plan import (
     TRAIN_PROBLEMS,
     evaluation_s,
     plan,
+    replicas,
     stage_cost,
 )
 from stage_layout import LayoutError, layout_overrides

@@ -10,7 +10,9 @@ training, the only line of a validation-only run); this watches it. The bound fo
                               + VALIDATION_S when the next step validates (a multiple of --test-freq, or the last)
 
 When it passes, the watchdog writes the reason to --stop-file and exits; the launcher then dumps diagnostics, stops
-the trainer and fails the job, so that a queued retry resumes from the last checkpoint (launch/README.md).
+the trainer and fails the job, so that a queued retry resumes from the last checkpoint (launch/README.md). Once the
+line of --last-step arrives (the run's total steps; 0 for a validation-only run) the run is finishing and the
+watchdog leaves.
 
     python launch/progress_watchdog.py RUN_DIR/metrics.jsonl --stop-file FILE [--test-freq 15 --total-steps 150]
 """
@@ -101,14 +103,19 @@ def bound_s(bounds: Bounds, progress: Progress) -> tuple[float, str]:
     return bound, how
 
 
-def watch(metrics: Path, stop_file: Path, bounds: Bounds, poll_s: float, clock=time.monotonic) -> str:
-    """Block until a stall; write its description to `stop_file` and return it."""
+def watch(
+    metrics: Path, stop_file: Path, bounds: Bounds, poll_s: float, last_step: int | None = None, clock=time.monotonic
+) -> str | None:
+    """Block until a stall, then write its description to `stop_file` and return it; None once `last_step` is
+    logged (what follows is the run's shutdown, not its progress)."""
     progress = Progress(metrics)
     progress.skip_existing()
     start = clock()
     while True:
         now = clock()
         progress.poll(now)
+        if last_step is not None and progress.last_step is not None and progress.last_step >= last_step:
+            return None
         since = progress.arrivals[-1] if progress.arrivals else start
         bound, how = bound_s(bounds, progress)
         if now - since > bound:
@@ -135,12 +142,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--validation-s", type=float, default=3600, help="added when the next step validates")
     parser.add_argument("--test-freq", type=int, default=0, help="the run's trainer.test_freq (0: never)")
     parser.add_argument("--total-steps", type=int, default=0, help="the run's last step (validates too)")
+    parser.add_argument("--last-step", type=int, default=None, help="leave once this step is logged (default: never)")
     parser.add_argument("--poll-s", type=float, default=10.0, help="seconds between looks at the file")
     args = parser.parse_args(argv)
     bounds = Bounds(
         args.first_step_s, args.min_s, args.factor, args.window, args.validation_s, args.test_freq, args.total_steps
     )
-    print(watch(args.metrics, args.stop_file, bounds, args.poll_s), flush=True)
+    stall = watch(args.metrics, args.stop_file, bounds, args.poll_s, args.last_step)
+    print(stall or f"progress watchdog: {args.metrics} reached step {args.last_step}; the run is finishing", flush=True)
 
 
 if __name__ == "__main__":

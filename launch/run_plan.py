@@ -101,11 +101,19 @@ class Generation:
 def generation_pool(config: DictConfig, gpus: int) -> Generation:
     rollout = config.actor_rollout_ref.rollout
     return Generation(
-        replicas=gpus // int(rollout.tensor_model_parallel_size),
+        replicas=max(1, gpus // int(rollout.tensor_model_parallel_size)),  # (a smaller pool cannot hold one replica)
         tensor_parallel=int(rollout.tensor_model_parallel_size),
         memory_utilization=float(rollout.gpu_memory_utilization),
         max_num_seqs=int(rollout.max_num_seqs),
     )
+
+
+def replicas(config: DictConfig) -> int:
+    """How many full copies of the sharded training state the trainer's ranks hold, and save: with FSDP groups of
+    `fsdp_size` GPUs among N (HYBRID_SHARD), N / fsdp_size; with full sharding, 1."""
+    gpus = int(config.trainer.nnodes) * int(config.trainer.n_gpus_per_node)
+    fsdp_size = int(config.actor_rollout_ref.actor.fsdp_config.get("fsdp_size", -1))
+    return gpus // fsdp_size if 0 < fsdp_size < gpus else 1
 
 
 def forward_flops(tokens: float) -> float:
@@ -148,7 +156,7 @@ def stage_cost(name: str, config: DictConfig) -> StageCost:
     generated = sequences / (1 - DROPPED_GROUP_FRACTION)
     rollout_s = pool.generation_s(generated, budget)
     step_s = max(trainer_s, rollout_s) + WEIGHT_SYNC_S
-    save_s = PARAMS * CHECKPOINT_BYTES_PER_PARAM / CHECKPOINT_WRITE_BYTES_PER_S
+    save_s = PARAMS * CHECKPOINT_BYTES_PER_PARAM * replicas(config) / CHECKPOINT_WRITE_BYTES_PER_S
     validation_s = pool.generation_s(LCB_V6_PROBLEMS * int(rollout.val_kwargs.n), budget)
     save_freq = max(1, int(MAX_LOST_S // step_s))
     saves_per_validation = math.ceil(validation_s / (VALIDATION_SHARE * step_s * save_freq))
@@ -222,11 +230,9 @@ def plan(
     shares = STAGE_SHARES if len(costs) == len(STAGE_SHARES) else (1 / len(costs),) * len(costs)
     steps = []
     for index, (cost, share) in enumerate(zip(costs, shares, strict=True)):
-        available = share * training_s - int(index == 0) * cost.validation_s
-        per_step = cost.step_s + cost.save_s / cost.save_freq + cost.validation_s / cost.test_freq
-        count = int(available // per_step)
+        count = int(share * training_s // cost.step_s)  # an upper bound: steps alone, without saves or validations
         while count > 0 and cost.wall_s(count, validate_first=index == 0) > share * training_s:
-            count -= 1  # the whole last save and validation must fit too
+            count -= 1  # the most steps whose saves and validations (the last ones too) fit the share
         steps.append(count)
     return Plan(budget_gpu_hours, gpus, costs, tuple(steps), fixed)
 

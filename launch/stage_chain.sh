@@ -228,13 +228,20 @@ run_trainer() {
 # config's test_freq and total steps (a validation-only run: one line, bounded by twice its planned time).
 start_watchdog() {
   local config=$1 metrics=$2 stop_file=$3 first=${STALL_FIRST_STEP_S:-7200}
+  local -a last=()
   WATCHDOG_PID=
   [[ "${WATCHDOG:-1}" == 1 ]] || return 0
-  if [[ -n "${EXPECTED_S[$config]:-}" ]] && ((2 * EXPECTED_S[$config] > first)); then first=$((2 * EXPECTED_S[$config])); fi
+  if [[ -n "${EXPECTED_S[$config]:-}" ]]; then # validation only: one line, at step 0
+    ((2 * EXPECTED_S[$config] <= first)) || first=$((2 * EXPECTED_S[$config]))
+    last=(--last-step 0)
+  elif ((${TOTAL_STEPS[$config]:-0} > 0)); then
+    last=(--last-step "${TOTAL_STEPS[$config]}")
+  fi
   python "$LAUNCH_DIR/progress_watchdog.py" "$metrics" --stop-file "$stop_file" --first-step-s "$first" \
     --min-s "${STALL_MIN_S:-1800}" --factor "${STALL_FACTOR:-3}" --window "${STALL_WINDOW:-5}" \
     --validation-s "${STALL_VALIDATION_S:-3600}" --test-freq "${TEST_FREQ[$config]:-0}" \
-    --total-steps "${TOTAL_STEPS[$config]:-0}" --poll-s "${STALL_POLL_S:-10}" >>"$LOG_DIR/watchdog.log" 2>&1 &
+    --total-steps "${TOTAL_STEPS[$config]:-0}" "${last[@]}" --poll-s "${STALL_POLL_S:-10}" \
+    >>"$LOG_DIR/watchdog.log" 2>&1 &
   WATCHDOG_PID=$!
   HELPER_PIDS+=("$WATCHDOG_PID")
 }
