@@ -86,24 +86,29 @@ def _package(distribution: str, module: str, name: str, selected_by: str, **extr
     return Part(name, selected_by, module=module, distribution=distribution, pin=verl_pin(distribution), **extra)
 
 
+def _lookup(label: str, key: str, value: str, registry: str, name: str | None = None) -> Part:
+    """A registry entry `key=value` selects, looked up in `registry` under `name` (default: the value)."""
+    return Part(f"{label} {value}", f"{key}={value}", lookup=(registry, name or value))
+
+
 def bill_of_materials(config: DictConfig) -> list[Part]:
     """What `config` needs on every node, modules before the registry lookups that need them."""
-    select = lambda key: OmegaConf.select(config, key)  # noqa: E731
-    rollout = config.actor_rollout_ref.rollout
-    parts = [_package("verl", "verl", "verl", "every config"), _package("ray", "ray", "Ray", "every config")]
-    parts.append(_package("transferqueue", "transfer_queue", "TransferQueue", "verl's V1 trainer (every config)"))
-    # Modules verl loads by name in every process (VERL_USE_EXTERNAL_MODULES), as recipe.nouscoder.main sets them.
     from recipe.nouscoder.cpu import PLUGIN_MODULE, is_cpu_mode
     from recipe.nouscoder.multi_turn import AGENT_LOOP_MODULE, uses_multi_turn
 
+    rollout = config.actor_rollout_ref.rollout
+    backend, loop = rollout.checkpoint_engine.backend, rollout.agent.default_agent_loop
+    parts = [
+        _package("verl", "verl", "verl", "every config"),
+        _package("ray", "ray", "Ray", "every config"),
+        _package("transferqueue", "transfer_queue", "TransferQueue", "verl's V1 trainer (every config)"),
+    ]
+    # Modules verl loads by name in every process (VERL_USE_EXTERNAL_MODULES), as recipe.nouscoder.main sets them.
     if is_cpu_mode(config):
         parts.append(Part("the CPU mode's plugin", "trainer.device=cpu", module=PLUGIN_MODULE))
     if uses_multi_turn(config):
-        loop = rollout.agent.default_agent_loop
-        parts.append(
-            Part("the multi-turn agent loop", f"rollout.agent.default_agent_loop={loop}", module=AGENT_LOOP_MODULE)
-        )
-    backend = rollout.checkpoint_engine.backend
+        key = f"actor_rollout_ref.rollout.agent.default_agent_loop={loop}"
+        parts.append(Part("the multi-turn agent loop", key, module=AGENT_LOOP_MODULE))
     if backend == "nccl":
         # verl/checkpoint_engine/nccl_checkpoint_engine.py imports cupy at module level; __init__ swallows the error.
         key = "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl"
@@ -113,58 +118,36 @@ def bill_of_materials(config: DictConfig) -> list[Part]:
         parts.append(Part("checkpoint-engine module", "rollout.checkpoint_engine.custom_backend_module", module=module))
     if rollout.name == "vllm":
         parts.append(_package("vllm", "vllm", "vLLM", "actor_rollout_ref.rollout.name=vllm"))
-    attention = select("actor_rollout_ref.model.override_config.attn_implementation") or "flash_attention_2"
-    if attention == "flash_attention_2":
+    attention = OmegaConf.select(config, "actor_rollout_ref.model.override_config.attn_implementation")
+    if (attention or "flash_attention_2") == "flash_attention_2":
         # verl's model config defaults to flash_attention_2 (verl/workers/config/model.py); transformers needs the
         # package for it, and verl's remove-padding / Ulysses paths use its kernels.
         key = "actor_rollout_ref.model.override_config.attn_implementation=flash_attention_2 (verl's default)"
         parts.append(_package("flash-attn", "flash_attn", "flash-attn", key))
+    loss = OmegaConf.select(config, "actor_rollout_ref.actor.policy_loss.loss_mode")
     parts += [
-        Part(
-            f"rollout backend {rollout.name}",
-            f"actor_rollout_ref.rollout.name={rollout.name}",
-            lookup=("rollout", f"{rollout.name}:{rollout.mode}"),
+        _lookup(
+            "rollout backend",
+            "actor_rollout_ref.rollout.name",
+            rollout.name,
+            "rollout",
+            f"{rollout.name}:{rollout.mode}",
         ),
-        Part(
-            f"checkpoint engine {backend}",
-            f"actor_rollout_ref.rollout.checkpoint_engine.backend={backend}",
-            lookup=("checkpoint_engine", backend),
+        _lookup(
+            "checkpoint engine", "actor_rollout_ref.rollout.checkpoint_engine.backend", backend, "checkpoint_engine"
         ),
-        Part(
-            f"trainer {config.trainer.v1.trainer_mode}",
-            f"trainer.v1.trainer_mode={config.trainer.v1.trainer_mode}",
-            lookup=("trainer", config.trainer.v1.trainer_mode),
-        ),
-        Part(
-            f"advantage estimator {config.algorithm.adv_estimator}",
-            f"algorithm.adv_estimator={config.algorithm.adv_estimator}",
-            lookup=("adv_estimator", config.algorithm.adv_estimator),
-        ),
+        _lookup("trainer", "trainer.v1.trainer_mode", config.trainer.v1.trainer_mode, "trainer"),
+        _lookup("advantage estimator", "algorithm.adv_estimator", config.algorithm.adv_estimator, "adv_estimator"),
+        _lookup("policy loss", "actor_rollout_ref.actor.policy_loss.loss_mode", loss, "policy_loss"),
+        _lookup("agent loop", "actor_rollout_ref.rollout.agent.default_agent_loop", loop, "agent_loop"),
     ]
-    loss = select("actor_rollout_ref.actor.policy_loss.loss_mode")
-    parts.append(
-        Part(
-            f"policy loss {loss}", f"actor_rollout_ref.actor.policy_loss.loss_mode={loss}", lookup=("policy_loss", loss)
-        )
-    )
-    loop = rollout.agent.default_agent_loop
-    parts.append(
-        Part(
-            f"agent loop {loop}",
-            f"actor_rollout_ref.rollout.agent.default_agent_loop={loop}",
-            lookup=("agent_loop", loop),
-        )
-    )
     reward = config.reward.custom_reward_function
     if reward.path:
+        entry = f"{reward.path}:{reward.name}"
         parts.append(
-            Part(
-                f"reward function {reward.path}:{reward.name}",
-                "reward.custom_reward_function.path",
-                lookup=("reward_function", f"{reward.path}:{reward.name}"),
-            )
+            Part(f"reward function {entry}", "reward.custom_reward_function.path", lookup=("reward_function", entry))
         )
-    if "wandb" in (select("trainer.logger") or []):
+    if "wandb" in (OmegaConf.select(config, "trainer.logger") or []):
         parts.append(_package("wandb", "wandb", "wandb", "trainer.logger=[...wandb]"))
     return parts
 

@@ -412,6 +412,7 @@ def test_a_node_whose_ray_cannot_start_fails_the_job_at_once_naming_it(local_slu
         "--time=15",
         f"--output={tmp_path}/job-%j.out",
         str(REPO / "launch" / "run_microcoder_4k.sh"),
+        "data.train_files=data/deepcoder_mix/train.parquet",  # required by microcoder_4k (the preflight checks it)
         env=env,
         cwd=tmp_path,
     )
@@ -419,7 +420,7 @@ def test_a_node_whose_ray_cannot_start_fails_the_job_at_once_naming_it(local_slu
     output = (tmp_path / f"job-{job_id}.out").read_text()
     head, worker = local_slurm.node_names
     assert state == "FAILED", output
-    assert f"ERROR: Ray on node {worker} exited while the cluster was starting; see " in output
+    assert f"ERROR: Ray on node {worker} exited while the cluster was starting; see " in output, output
     assert f"node {head}: Ray stopped" in output and "stage microcoder_4k" not in output
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left after the failed start"
 
