@@ -18,6 +18,7 @@ import argparse
 import json
 import re
 import sys
+from functools import cache
 from pathlib import Path
 
 from bill_of_materials import Entry, gpu_experiment_configs, manifest_of, verl_extra_pins
@@ -67,6 +68,13 @@ def missing_distributions(entries: list[Entry], picked: dict[str, str]) -> list[
     return problems
 
 
+@cache
+def gpu_bill_of_materials() -> tuple[tuple[str, ...], tuple[Entry, ...]]:
+    """The GPU experiment configs and their merged bill of materials (composed once per process)."""
+    configs = gpu_experiment_configs([])
+    return tuple(configs), tuple(manifest_of(configs))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python launch/check_gpu_deps.py", description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path, help="the JSON report of pip install --dry-run --report")
@@ -83,9 +91,8 @@ def main(argv: list[str] | None = None) -> None:
             f"check_gpu_deps: FLASH_ATTN_SPEC={args.flash_attn}, but verl pins flash-attn=={version} for torch "
             f"{torch_minor}: set FLASH_ATTN_SPEC in the Makefile to that"
         )
-    configs = gpu_experiment_configs([])
-    entries = manifest_of(configs)
-    problems = missing_distributions(entries, {**picked, "flash-attn": version})
+    configs, entries = gpu_bill_of_materials()
+    problems = missing_distributions(list(entries), {**picked, "flash-attn": version})
     if problems:
         sys.exit(
             "check_gpu_deps: the [gpu] extra does not install what the GPU configs need "

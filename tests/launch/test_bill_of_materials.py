@@ -4,13 +4,17 @@ The expected pins are written out from verl 0.9.1's package metadata (`importlib
 `vllm==0.24.0; extra == "vllm"`, `cupy-cuda13x==14.0.1; extra == "cupy-cu130"`,
 `flash-attn==2.8.3; extra == "flash-attn-cu130torch211"`. This CPU machine has verl, Ray and TransferQueue but no
 vLLM, cupy or flash-attn: the CPU mode's config is complete here, the NousCoder config is not, and the check must say
-exactly which pieces are missing and which key asks for them. The node check through srun, with one node made
+exactly which pieces are missing and which key asks for them. The CPU mode's check runs in a subprocess: its plugin,
+once imported, patches verl for the rest of the process (what tests/test_verl_contract.py reads). The node check through srun, with one node made
 incomplete, is tests/launch/test_slurm_chain.py::test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_it.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import bill_of_materials as bom
 import pytest
@@ -43,10 +47,8 @@ def test_a_colocated_config_needs_no_cupy_and_the_multi_turn_config_its_agent_lo
     assert loop.module == "recipe.nouscoder.multi_turn.agent_loop"
 
 
-def test_the_cpu_mode_is_complete_here_and_the_gpu_config_names_what_is_missing():
-    entries = bom.manifest_of(
-        {"debug_cpu": compose_config("debug_cpu", []), "dapo_32k": compose_config("dapo_32k", [])}
-    )
+def test_the_gpu_config_names_what_this_cpu_machine_lacks():
+    entries = bom.manifest_of({"dapo_32k": compose_config("dapo_32k", []), "dapo_40k": compose_config("dapo_40k", [])})
     problems = {entry.part.name: problem for entry, problem in bom.check(entries)}
     missing = {name for name, problem in problems.items() if problem}
     assert missing == {
@@ -62,12 +64,12 @@ def test_the_cpu_mode_is_complete_here_and_the_gpu_config_names_what_is_missing(
     assert "nccl_checkpoint_engine: No module named 'cupy'" in problems["checkpoint engine nccl"]
     lines = bom.report(bom.check(entries), "node7")
     assert (
-        f"node node7: cupy (verl's NCCL weight sync) (cupy-cuda13x==14.0.1), needed by {NCCL_KEY} in dapo_32k: "
-        "ModuleNotFoundError: No module named 'cupy'" in lines
+        f"node node7: cupy (verl's NCCL weight sync) (cupy-cuda13x==14.0.1), needed by {NCCL_KEY} in dapo_32k, "
+        "dapo_40k: ModuleNotFoundError: No module named 'cupy'" in lines
     )
-    # what both configs share is listed once, with both names
+    # what both configs need is listed once, with both names
     (verl,) = [entry for entry in entries if entry.part.name == "verl"]
-    assert verl.configs == ("debug_cpu", "dapo_32k")
+    assert verl.configs == ("dapo_32k", "dapo_40k")
 
 
 def test_a_version_other_than_verls_pin_is_a_problem(monkeypatch):
@@ -84,13 +86,15 @@ def test_the_manifest_round_trips(tmp_path):
     assert [bom.Entry.from_json(item) for item in json.loads(path.read_text())] == entries
 
 
-def test_the_setup_gpu_check_exits_1_naming_node_and_pieces(capsys):
-    """`make setup-gpu` ends with `launch/bill_of_materials.py check`; on this CPU machine it must fail for dapo_32k."""
-    bom.main(["check", "--config", "debug_cpu", "--node", "here"])
-    assert "bill_of_materials: node here has all 11 parts" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as exit_info:
-        bom.main(["check", "--config", "dapo_32k", "--node", "here"])
-    assert exit_info.value.code == 1
-    captured = capsys.readouterr()
-    assert "bill_of_materials: 5 of 13 parts missing on node here:" in captured.err
-    assert "[missing] vLLM (vllm==0.24.0), needed by actor_rollout_ref.rollout.name=vllm" in captured.out
+@pytest.mark.integration  # subprocesses: the CPU mode's plugin patches verl in the process that imports it
+def test_the_setup_gpu_check_passes_for_the_cpu_mode_and_exits_1_naming_the_gpu_pieces():
+    """`make setup-gpu` ends with `launch/bill_of_materials.py check`; on this CPU machine the CPU mode's config is
+    complete and dapo_32k's is not. ~25 s (two processes importing verl)."""
+    script = [sys.executable, str(Path(bom.__file__)), "check", "--node", "here", "--config"]
+    complete = subprocess.run([*script, "debug_cpu"], capture_output=True, text=True, timeout=300)
+    assert complete.returncode == 0, complete.stderr[-2000:]
+    assert "bill_of_materials: node here has all 11 parts" in complete.stdout
+    incomplete = subprocess.run([*script, "dapo_32k"], capture_output=True, text=True, timeout=300)
+    assert incomplete.returncode == 1
+    assert "bill_of_materials: 5 of 13 parts missing on node here:" in incomplete.stderr
+    assert "[missing] vLLM (vllm==0.24.0), needed by actor_rollout_ref.rollout.name=vllm" in incomplete.stdout
