@@ -12,7 +12,9 @@ TORCH_SPEC ?= torch==2.13.0
 # Debian packages the tests use: slurm + munge (launch tests), shellcheck (shell lint).
 SYSTEM_PACKAGES ?= slurm-wlm munge shellcheck
 DEMO_OUT ?= demo_out
-# The cluster environment: verl 0.9.1's vLLM pin set, then flash-attn built against the torch it brings.
+# The cluster environment: verl 0.9.1's vLLM pin set and cupy, then flash-attn built against the torch it brings;
+# last, every module and registry entry the GPU experiment configs name is imported and looked up
+# (launch/bill_of_materials.py), so a missing piece fails here and not in a 48-GPU job.
 GPU_VENV ?= .venv-gpu
 GPU_PY := $(GPU_VENV)/bin/python
 # verl 0.9.1's own flash-attn pin for torch 2.11 / CUDA 13.0 (its `flash-attn-cu130torch211` extra).
@@ -72,10 +74,12 @@ setup-gpu:
 	$(GPU_PY) -m pip install -e '.[gpu,test]'
 	$(GPU_PY) -m pip install --no-build-isolation '$(FLASH_ATTN_SPEC)'
 	$(GPU_PY) -c "import torch, vllm, flash_attn, verl; print('torch', torch.__version__, 'CUDA', torch.version.cuda, '| vllm', vllm.__version__, '| flash-attn', flash_attn.__version__, '| verl', verl.__version__, '| GPUs', torch.cuda.device_count())"
+	$(GPU_PY) launch/bill_of_materials.py check
 	@echo "GPU environment ready: source $(GPU_VENV)/bin/activate before sbatch"
 
 # Resolves the GPU dependency set (this package's [gpu] extra) for a fresh machine without installing anything,
-# so a pin conflict fails here and not on the cluster; needs PyPI. Prints the versions it picks.
+# so a pin conflict fails here and not on the cluster; needs PyPI. Prints the versions it picks, and fails naming
+# any distribution the GPU configs' bill of materials needs that the resolution lacks (launch/check_gpu_deps.py).
 gpu-deps-check: setup
 	$(PY) -m pip install --dry-run --ignore-installed --quiet --report $(GPU_DEPS_REPORT) '.[gpu]'
 	$(PY) launch/check_gpu_deps.py $(GPU_DEPS_REPORT) --flash-attn '$(FLASH_ATTN_SPEC)'

@@ -4,8 +4,12 @@
     python launch/check_gpu_deps.py REPORT --flash-attn 'flash-attn==2.8.3'
 
 `make gpu-deps-check` (part of `make test`) runs both. The resolution itself catches pin conflicts (pip fails);
-this adds what pip cannot know: that the flash-attn `make setup-gpu` builds afterwards is the one verl 0.9.1 pins
-for the torch the resolution picked (verl's extra `flash-attn-cu<CUDA>torch<MAJOR><MINOR>`).
+this adds what pip cannot know:
+- every distribution the GPU experiment configs need (their bill of materials, `launch/bill_of_materials.py`: vLLM
+  for `rollout.name=vllm`, cupy for the NCCL checkpoint engine, flash-attn for flash_attention_2, ...) is in the
+  resolution, at the version verl 0.9.1's own extras pin;
+- the flash-attn `make setup-gpu` builds afterwards is the one verl 0.9.1 pins for the torch the resolution picked
+  (verl's extra `flash-attn-cu<CUDA>torch<MAJOR><MINOR>`).
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ import argparse
 import json
 import re
 import sys
-from importlib.metadata import requires
+from functools import cache
 from pathlib import Path
 
-SHOWN = ("verl", "vllm", "torch", "transformers", "ray", "numpy")
-FLASH_ATTN_EXTRA = re.compile(r'^flash-attn==(\S+); extra == "flash-attn-cu(\d+)torch(\d)(\d+)"$')
+from bill_of_materials import Entry, gpu_experiment_configs, manifest_of, verl_extra_pins
+
+SHOWN = ("verl", "vllm", "torch", "transformers", "ray", "numpy", "cupy-cuda13x")
+FLASH_ATTN_EXTRA = re.compile(r"^flash-attn-cu(\d+)torch(\d)(\d+)$")
 
 
 def picked_versions(report: Path) -> dict[str, str]:
@@ -32,12 +38,41 @@ def picked_versions(report: Path) -> dict[str, str]:
 def verl_flash_attn_pins() -> dict[str, tuple[str, str]]:
     """{torch major.minor: (flash-attn version, CUDA tag)} from verl's own extras."""
     pins = {}
-    for requirement in requires("verl") or []:
-        match = FLASH_ATTN_EXTRA.match(requirement.strip())
-        if match:
-            version, cuda, major, minor = match.groups()
-            pins[f"{major}.{minor}"] = (version, cuda)
+    for extra, distributions in verl_extra_pins().items():
+        match = FLASH_ATTN_EXTRA.match(extra)
+        if match and "flash-attn" in distributions:
+            cuda, major, minor = match.groups()
+            pins[f"{major}.{minor}"] = (distributions["flash-attn"], cuda)
     return pins
+
+
+def extra_pinning(distribution: str) -> str:
+    """The verl extras that pin `distribution`, as a hint for the fix."""
+    extras = sorted(extra for extra, pins in verl_extra_pins().items() if distribution in pins)
+    return f"verl's extra {' / '.join(f'`{extra}`' for extra in extras)} pins it" if extras else "verl pins it nowhere"
+
+
+def missing_distributions(entries: list[Entry], picked: dict[str, str]) -> list[str]:
+    """One line per part whose distribution the resolution lacks or picks at another version than verl's pin."""
+    problems = []
+    for entry in entries:
+        part = entry.part
+        if not part.distribution:
+            continue
+        name = part.distribution.lower()
+        where = f"{part.name}, needed by {part.selected_by} in {', '.join(entry.configs)}"
+        if name not in picked:
+            problems.append(f"{part.distribution} is not in the resolution ({where}); {extra_pinning(name)}")
+        elif part.pin and picked[name].split("+")[0] != part.pin:
+            problems.append(f"{part.distribution} resolves to {picked[name]}, verl pins {part.pin} ({where})")
+    return problems
+
+
+@cache
+def gpu_bill_of_materials() -> tuple[tuple[str, ...], tuple[Entry, ...]]:
+    """The GPU experiment configs and their merged bill of materials (composed once per process)."""
+    configs = gpu_experiment_configs([])
+    return tuple(configs), tuple(manifest_of(configs))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,10 +91,20 @@ def main(argv: list[str] | None = None) -> None:
             f"check_gpu_deps: FLASH_ATTN_SPEC={args.flash_attn}, but verl pins flash-attn=={version} for torch "
             f"{torch_minor}: set FLASH_ATTN_SPEC in the Makefile to that"
         )
+    configs, entries = gpu_bill_of_materials()
+    problems = missing_distributions(list(entries), {**picked, "flash-attn": version})
+    if problems:
+        sys.exit(
+            "check_gpu_deps: the [gpu] extra does not install what the GPU configs need "
+            "(their bill of materials, launch/bill_of_materials.py):\n"
+            + "\n".join(f"  - {problem}" for problem in problems)
+            + "\nAdd it to setup.py's `gpu` extra (verl's own extras pin these versions), then rerun make gpu-deps-check."
+        )
     shown = ", ".join(f"{name} {picked[name]}" for name in SHOWN if name in picked)
     print(
         f"GPU dependency set resolves ({len(picked)} packages): {shown}; then {args.flash_attn} "
-        f"(verl's pin for torch {torch_minor}, CUDA {cuda[:-1]}.{cuda[-1]})"
+        f"(verl's pin for torch {torch_minor}, CUDA {cuda[:-1]}.{cuda[-1]}); the bill of materials of "
+        f"{len(configs)} GPU configs ({len(entries)} parts) is covered"
     )
 
 

@@ -9,7 +9,12 @@ keeps, in a verl checkpoint directory (`trainer.default_local_dir`):
   - every `global_step_N` newer than `latest_checkpointed_iteration.txt` (a save still in progress);
 and deletes the other `global_step_N` directories. With no validation score logged yet it deletes nothing.
 
+Once the stage chain has chosen a stage's model, `--drop-optimizers-except STEP` deletes instead the optimizer shards
+(`actor/optim_world_size_*_rank_*.pt`, verl's FSDP checkpoint manager: 8 of every 12 bytes per parameter) of every
+complete checkpoint but STEP's: nothing resumes them any more, and their model shards stay for a later merge.
+
     python launch/prune_checkpoints.py CHECKPOINT_DIR --keep-last 2 [--keep-best 1] [--every 600] [--dry-run]
+    python launch/prune_checkpoints.py CHECKPOINT_DIR --drop-optimizers-except STEP [--dry-run]
 """
 
 from __future__ import annotations
@@ -78,6 +83,29 @@ def prune(checkpoint_dir: Path, keep_last: int, metric_pattern: str, dry_run: bo
     return doomed
 
 
+OPTIMIZER_SHARDS = "actor/optim_world_size_*_rank_*.pt"
+
+
+def drop_optimizers(checkpoint_dir: Path, selected_step: int, dry_run: bool) -> list[Path]:
+    """Delete the optimizer shards of every complete checkpoint but `selected_step`'s; returns the files."""
+    doomed = [
+        shard
+        for step, actor_dir in sorted(complete_checkpoint_steps(checkpoint_dir).items())
+        if step != selected_step
+        for shard in sorted(actor_dir.parent.glob(OPTIMIZER_SHARDS))
+    ]
+    freed = sum(shard.stat().st_size for shard in doomed)
+    for shard in doomed if not dry_run else []:
+        shard.unlink()
+    verb = "would delete" if dry_run else "deleted"
+    print(
+        f"[prune {time.strftime('%Y-%m-%d %H:%M:%S')}] {checkpoint_dir}: model selected from global_step_{selected_step}; "
+        f"{verb} the {len(doomed)} optimizer shard(s) of the other checkpoints ({freed / 1e9:.1f} GB)",
+        flush=True,
+    )
+    return doomed
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python launch/prune_checkpoints.py",
@@ -106,6 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="repeat every this many seconds until killed (default: 0, one pass).",
     )
+    parser.add_argument(
+        "--drop-optimizers-except",
+        type=int,
+        metavar="STEP",
+        default=None,
+        help="instead of the retention pass: delete the optimizer shards of every checkpoint but global_step_STEP "
+        "(the stage's selected model; run once the selection is done).",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print what would be deleted, delete nothing.")
     return parser
 
@@ -117,6 +153,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--keep-last {args.keep_last}: keep at least 1, the checkpoint a crashed stage resumes from.")
     if args.keep_best < 1:
         parser.error(f"--keep-best {args.keep_best}: keep at least 1, the checkpoint the stage chain selects.")
+    if args.drop_optimizers_except is not None:
+        drop_optimizers(args.checkpoint_dir, args.drop_optimizers_except, args.dry_run)
+        return
     while True:
         if args.checkpoint_dir.is_dir():
             prune(args.checkpoint_dir, args.keep_last, args.metric, args.dry_run, args.keep_best)

@@ -19,7 +19,9 @@ set -euo pipefail
 # Ray's device slots (2 FSDP ranks of the sync layout) and the logical CPUs verl's placement groups reserve.
 : "${GPUS_PER_NODE:=2}"
 : "${RAY_NUM_CPUS:=16}"
-export STAGES RUN_NAME RESCORE RUN_EVAL SCORE_METRIC GPUS_PER_NODE RAY_NUM_CPUS
+# The bundled sample's 28 training problems are too few to filter (stage 0 needs a GPU config's vLLM as well).
+: "${OFFLINE_FILTER:=none}"
+export STAGES RUN_NAME RESCORE RUN_EVAL SCORE_METRIC GPUS_PER_NODE RAY_NUM_CPUS OFFLINE_FILTER
 # sbatch runs a copy of this file from Slurm's spool directory: find launch/ through the job record then.
 if [[ -z "${LAUNCH_DIR:-}" ]]; then
   LAUNCH_DIR=$(dirname "${BASH_SOURCE[0]}")

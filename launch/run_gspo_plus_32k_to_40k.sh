@@ -14,10 +14,17 @@
 set -euo pipefail
 : "${STAGES:=gspo_plus_32k gspo_plus_40k}"
 : "${RUN_NAME:=gspo_plus_32k_to_40k}"
-# The 32k model that starts the 40k stage is the best at 40k context (NousCoder "Iterative Context Extension").
-: "${RESCORE=gspo_plus_32k=eval_lcb_40k}"
+# The 32k stage's defaults, when it is one of STAGES (not, e.g., for STAGES=debug_64): the 32k model that starts the
+# 40k stage is the best at 40k context (NousCoder "Iterative Context Extension"), and training skips the problems the
+# base model always solves, a filter stage 0 builds (NousCoder "Additional Training Tricks"; OFFLINE_FILTER=none: all).
+if [[ " $STAGES " == *" gspo_plus_32k "* ]]; then
+  : "${RESCORE=gspo_plus_32k=eval_lcb_40k}"
+  : "${OFFLINE_FILTER:=build}"
+fi
+: "${RESCORE=}"
+: "${OFFLINE_FILTER:=none}"
 : "${EVAL_CONFIG:=eval_lcb_80k}"
-export STAGES RUN_NAME RESCORE EVAL_CONFIG
+export STAGES RUN_NAME RESCORE OFFLINE_FILTER EVAL_CONFIG
 # sbatch runs a copy of this file from Slurm's spool directory: find launch/ through the job record then.
 if [[ -z "${LAUNCH_DIR:-}" ]]; then
   LAUNCH_DIR=$(dirname "${BASH_SOURCE[0]}")

@@ -19,7 +19,9 @@ set -euo pipefail
 : "${RUN_NAME:=microcoder_4k}"
 # Test on 8K with four attempts per problem (MicroCoder sections 5 and 6), on every GPU of the job.
 : "${EVAL_CONFIG:=eval_microcoder_8k}"
-export STAGES RUN_NAME EVAL_CONFIG
+# MicroCoder trains on its dataset as given (no offline filter in the paper); OFFLINE_FILTER=build or a file to filter.
+: "${OFFLINE_FILTER:=none}"
+export STAGES RUN_NAME EVAL_CONFIG OFFLINE_FILTER
 # sbatch runs a copy of this file from Slurm's spool directory: find launch/ through the job record then.
 if [[ -z "${LAUNCH_DIR:-}" ]]; then
   LAUNCH_DIR=$(dirname "${BASH_SOURCE[0]}")

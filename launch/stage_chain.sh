@@ -19,10 +19,19 @@
 #   RUN_NAME               run directory name [set by the wrapper]
 #   OUTPUT_ROOT            parent of the run directory [$SLURM_SUBMIT_DIR/outputs, else $PWD/outputs]
 #   INIT_MODEL             model of the first stage [empty: the stage config's actor_rollout_ref.model.path]
-#   OFFLINE_FILTER         problems left out of training, the job log says which: a filtered train parquet written by
-#                          data_prep.filter_by_pass_rate (-> data.train_files) or a problem-id list (JSON list,
-#                          {"problem_ids": [...]} or one id a line -> nouscoder.offline_filter.problem_ids_path);
-#                          empty: the whole data.train_files [empty]
+#   OFFLINE_FILTER         problems left out of training (NousCoder drops the ~10k of 24k the base model always
+#                          solves), the job log says which [set by the wrapper: build for the NousCoder stages]:
+#                          build = stage 0 generates G rollouts of the first stage's model per problem of its
+#                          data.train_files (OFFLINE_FILTER_CONFIG, on every GPU) and trains every stage on the
+#                          filtered parquet (launch/offline_filter.py); a filtered train parquet (-> data.train_files);
+#                          a problem-id list (JSON list, {"problem_ids": [...]} or one id a line ->
+#                          nouscoder.offline_filter.problem_ids_path); none = every problem of data.train_files
+#   OFFLINE_FILTER_CONFIG  stage 0's validation-only config [offline_filter]
+#   BUDGET_GPU_HOURS       GPU-hours of the whole chain: each training stage's total_training_steps, save_freq and
+#                          test_freq planned for it on this allocation (launch/run_plan.py; configs/README.md "Run
+#                          plan"); empty: the stages' configured lengths (planned for 4,608 GPU-hours on 48 GPUs) []
+#   CHECKPOINT_GB          one checkpoint's size as saved, for the disk check; empty: from the first stage's model
+#                          config when it is local or in the Hugging Face cache, else the check is skipped []
 #   TRAINER_CMD            trainer, called as TRAINER_CMD --config-name CONFIG OVERRIDES... for training and for
 #                          the validation-only evaluations [python -m recipe.nouscoder.main]
 #   RESCORE                "STAGE=CONFIG ...": pick STAGE's model by the validation score of CONFIG (a val_only
@@ -33,7 +42,8 @@
 #   SELECT_ARGS            extra selection arguments, word-split (e.g. "--no-merge") []
 #   SCORE_METRIC           regular expression of the validation score key, for selection, re-scoring and retention
 #                          [select_checkpoint's default: val-core/<LiveCodeBench data source>/acc/mean@n]
-#   KEEP_LAST_CHECKPOINTS  checkpoints kept besides the best-scoring one(s); older ones are deleted while training [2]
+#   KEEP_LAST_CHECKPOINTS  checkpoints kept besides the best-scoring one(s); older ones are deleted while training;
+#                          after a stage's selection the optimizer shards of its other checkpoints go too [2]
 #   PRUNE_EVERY_S          seconds between retention passes during training [600]
 #   PRUNE_CMD              retention pass [python LAUNCH_DIR/prune_checkpoints.py]
 #   RUN_EVAL               1: evaluate the last stage's best model after training; 0: skip [1]
@@ -42,13 +52,22 @@
 #                          checked before training starts [$SLURM_SUBMIT_DIR/data/deepcoder_mix/test.parquet]
 #   WANDB_API_KEY          when set, every run also logs to wandb (trainer.logger=[console,file,wandb]; an override of
 #                          trainer.logger after the script name wins); WANDB_PROJECT, WANDB_ENTITY, ... pass through
+#   WATCHDOG               1: a progress watchdog stops a run whose metrics.jsonl gets no new step within its bound
+#                          (launch/progress_watchdog.py), after dumping diagnostics; 0: off [1]
+#   STALL_FIRST_STEP_S     bound for a run's first step (start-up, model load, vLLM, validation before training) [7200]
+#   STALL_MIN_S, STALL_FACTOR, STALL_WINDOW  later steps: max(STALL_MIN_S, STALL_FACTOR x the longest of the last
+#                          STALL_WINDOW steps) [1800, 3, 5]
+#   STALL_VALIDATION_S     added for a step that validates [3600]; a validation-only run's bound is
+#                          max(STALL_FIRST_STEP_S, 2 x its planned time)
 #
 # Layout: RUN_DIR=OUTPUT_ROOT/RUN_NAME
 #   RUN_DIR/<stage>/checkpoints/   trainer.default_local_dir: global_step_N/, metrics.jsonl, best_hf/ (merged model)
 #   RUN_DIR/<stage>/rescore/       re-scored candidates (launch/rescore_checkpoints.py): models, runs, selection.json
 #   RUN_DIR/<stage>/best_model     path of the selected model (the stage is finished when this exists)
 #   RUN_DIR/final_eval/            final evaluation: metrics.jsonl, generations/ (verl's dump), score, DONE
-#   RUN_DIR/logs/<job>/            ray_<node>.log per node, <stage>.log, rescore/eval logs, layout.log
+#   RUN_DIR/offline_filter/        stage 0: run/ (its metrics), generations/, train_filtered.parquet (+ report), DONE
+#   RUN_DIR/logs/<job>/            ray_<node>.log per node, <stage>.log, rescore/eval logs, preflight.log,
+#                                  bill_of_materials.json, <check>_<node>.log, stall_<run>/ (a stalled run's diagnostics)
 set -euo pipefail
 
 LAUNCH_DIR=${LAUNCH_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
@@ -77,55 +96,94 @@ RUN_EVAL=${RUN_EVAL:-1}
 [[ "$RUN_EVAL" != 1 ]] ||
   : "${EVAL_CONFIG:?set EVAL_CONFIG, the final evaluation config, e.g. eval_lcb_80k (the run_*.sh wrappers do), or RUN_EVAL=0}"
 EVAL_DATA=${EVAL_DATA:-$SUBMIT_DIR/data/deepcoder_mix/test.parquet}
-declare -A RESCORE_CONFIG=() LAYOUT=()
+: "${OFFLINE_FILTER:?set OFFLINE_FILTER to build (stage 0 builds the filter), a filter file, or none (the run_*.sh wrappers do)}"
+OFFLINE_FILTER_CONFIG=${OFFLINE_FILTER_CONFIG:-offline_filter}
+read -ra STAGE_LIST <<<"$STAGES"
+# Per config, from launch/preflight.py: overrides appended to its command; the progress watchdog's facts.
+declare -A RESCORE_CONFIG=() OVERRIDES=() TEST_FREQ=() TOTAL_STEPS=() EXPECTED_S=()
 
-# The re-scoring config of each stage, from RESCORE="STAGE=CONFIG ...".
+# The re-scoring config of each stage, from RESCORE="STAGE=CONFIG ...", for stages of STAGES only.
 parse_rescore() {
   local pair
   for pair in ${RESCORE:-}; do
     [[ "$pair" == *=* ]] || die "RESCORE=$RESCORE: write STAGE=CONFIG pairs, e.g. RESCORE=\"dapo_32k=eval_lcb_40k\"."
+    [[ " $STAGES " == *" ${pair%%=*} "* ]] ||
+      die "RESCORE=$RESCORE names stage ${pair%%=*}, which is not one of STAGES=\"$STAGES\": drop it (RESCORE=) or add the stage."
     RESCORE_CONFIG[${pair%%=*}]=${pair#*=}
   done
 }
 
-# Every config this job may run: the stages, their re-scoring configs, the final evaluation.
-job_configs() {
-  local stage
-  for stage in $STAGES; do
-    printf '%s\n' "$stage"
-    [[ -z "${RESCORE_CONFIG[$stage]:-}" ]] || printf '%s\n' "${RESCORE_CONFIG[$stage]}"
-  done
-  [[ "$RUN_EVAL" != 1 ]] || printf '%s\n' "$EVAL_CONFIG"
+# Checks every config this job runs against the allocation, its software and its disk, and derives what the chain
+# appends to each command (launch/preflight.py: layout, run plan, bill of materials for the node check, disk), or
+# dies naming what to change, before anything starts. Fills OVERRIDES, TEST_FREQ, TOTAL_STEPS, EXPECTED_S,
+# TRAIN_FILES and FIRST_MODEL.
+run_preflight() {
+  local -a args=(--nodes "$NNODES" --gpus-per-node "$GPUS_PER_NODE" --stages "$STAGES" --manifest "$BOM_MANIFEST"
+    --output-root "$OUTPUT_ROOT" --run-dir "$RUN_DIR" --keep-last "$KEEP_LAST_CHECKPOINTS" --rescore-top-k "$RESCORE_TOP_K")
+  local stage kind name value output
+  for stage in "${!RESCORE_CONFIG[@]}"; do args+=(--rescore "$stage=${RESCORE_CONFIG[$stage]}"); done
+  [[ "$RUN_EVAL" != 1 ]] || args+=(--eval-config "$EVAL_CONFIG")
+  [[ "$OFFLINE_FILTER" != build ]] || args+=(--offline-filter-config "$OFFLINE_FILTER_CONFIG")
+  [[ -z "${BUDGET_GPU_HOURS:-}" ]] || args+=(--budget-gpu-hours "$BUDGET_GPU_HOURS")
+  [[ -z "${CHECKPOINT_GB:-}" ]] || args+=(--checkpoint-gb "$CHECKPOINT_GB")
+  [[ -z "${INIT_MODEL:-}" ]] || args+=(--init-model "$INIT_MODEL")
+  log "preflight of $STAGES${RESCORE:+, $RESCORE}$([[ "$RUN_EVAL" == 1 ]] && echo ", $EVAL_CONFIG") on $NNODES node(s) x $GPUS_PER_NODE GPU(s): layout, bill of materials, run plan, disk"
+  output=$(python "$LAUNCH_DIR/preflight.py" "${args[@]}" "${LAUNCHER_OVERRIDES[@]}" "$@" \
+    2> >(tee "$LOG_DIR/preflight.log" | grep '^preflight' >&2)) ||
+    die "the preflight failed (above, and $LOG_DIR/preflight.log): change what it names and resubmit."
+  while IFS=$'\t' read -r kind name value; do
+    case $kind in
+      overrides) OVERRIDES[$name]=$value ;;
+      test_freq) TEST_FREQ[$name]=$value ;;
+      steps) TOTAL_STEPS[$name]=$value ;;
+      expected_s) EXPECTED_S[$name]=$value ;;
+      train_files) TRAIN_FILES=$value ;;
+      model) FIRST_MODEL=$value ;;
+    esac
+  done <<<"$output"
 }
 
-# Fills LAYOUT[config] with the overrides that fit each config to the allocation (launch/stage_layout.py), or dies
-# with what to pass instead, before anything starts.
-resolve_layouts() {
-  local -a configs args=()
-  local config name overrides output
-  mapfile -t configs < <(job_configs)
-  for config in "${configs[@]}"; do args+=(--config "$config"); done
-  log "checking the GPU layout of ${configs[*]} against $NNODES node(s) x $GPUS_PER_NODE GPU(s)"
-  output=$(python "$LAUNCH_DIR/stage_layout.py" --nodes "$NNODES" --gpus-per-node "$GPUS_PER_NODE" "${args[@]}" "$@" \
-    2> >(tee "$LOG_DIR/layout.log" | grep '^stage_layout' >&2)) ||
-    die "the configs do not fit this allocation (above, and $LOG_DIR/layout.log); resubmit with what it names."
-  while IFS=$'\t' read -r name overrides; do LAYOUT[$name]=$overrides; done <<<"$output"
-}
-
-# The offline filter's override, and a log line saying loudly which filter this run trains with.
+# The offline filter's override and a log line saying which filter this run trains with; for `build`, stage 0 runs
+# after Ray starts (build_offline_filter) and sets the override then.
 offline_filter_overrides() {
   OFFLINE_OVERRIDES=()
-  if [[ -z "${OFFLINE_FILTER:-}" ]]; then
-    log "WARNING: offline filter: NONE: every problem of the stages' data.train_files is trained on (NousCoder drops the ~10k of 24k problems the base model always solves first; set OFFLINE_FILTER, launch/README.md)"
-  elif [[ ! -s "$OFFLINE_FILTER" ]]; then
-    die "OFFLINE_FILTER=$OFFLINE_FILTER does not exist or is empty."
-  elif [[ "$OFFLINE_FILTER" == *.parquet ]]; then
-    OFFLINE_OVERRIDES=("data.train_files=$OFFLINE_FILTER")
-    log "offline filter: training on the filtered parquet $OFFLINE_FILTER (data.train_files)"
+  case $OFFLINE_FILTER in
+    none)
+      log "offline filter: none (OFFLINE_FILTER=none): every problem of the stages' data.train_files is trained on" ;;
+    build)
+      [[ -s "$RUN_DIR/offline_filter/DONE" || -e "$TRAIN_FILES" ]] ||
+        die "OFFLINE_FILTER=build: the training data $TRAIN_FILES (data.train_files of $STAGES) does not exist; build it (launch/README.md, Prerequisites) or pass data.train_files=PATH."
+      log "offline filter: built by stage 0 from $FIRST_MODEL's rollouts on $TRAIN_FILES ($OFFLINE_FILTER_CONFIG; OFFLINE_FILTER=none trains on every problem)" ;;
+    *.parquet)
+      [[ -s "$OFFLINE_FILTER" ]] || die "OFFLINE_FILTER=$OFFLINE_FILTER does not exist or is empty."
+      OFFLINE_OVERRIDES=("data.train_files=$OFFLINE_FILTER")
+      log "offline filter: training on the filtered parquet $OFFLINE_FILTER (data.train_files)" ;;
+    *)
+      [[ -s "$OFFLINE_FILTER" ]] || die "OFFLINE_FILTER=$OFFLINE_FILTER: not build, none, or a file that exists."
+      OFFLINE_OVERRIDES=("nouscoder.offline_filter.problem_ids_path=$OFFLINE_FILTER")
+      log "offline filter: the problem ids listed in $OFFLINE_FILTER are left out (nouscoder.offline_filter.problem_ids_path)" ;;
+  esac
+}
+
+# Stage 0: the first stage's model generates G rollouts per training problem, graded with the training reward
+# (OFFLINE_FILTER_CONFIG, validation only, every GPU), then launch/offline_filter.py drops the always-solved problems.
+# Its DONE marker makes a resubmission reuse the filter.
+build_offline_filter() {
+  local out=$RUN_DIR/offline_filter
+  local filtered=$out/train_filtered.parquet
+  if [[ -f "$out/DONE" ]]; then
+    log "offline filter: built earlier, $filtered ($(cat "$out/DONE"))"
   else
-    OFFLINE_OVERRIDES=("nouscoder.offline_filter.problem_ids_path=$OFFLINE_FILTER")
-    log "offline filter: the problem ids listed in $OFFLINE_FILTER are left out (nouscoder.offline_filter.problem_ids_path)"
+    log "offline filter: stage 0, $OFFLINE_FILTER_CONFIG on all $NNODES node(s): $FIRST_MODEL on every problem of $TRAIN_FILES"
+    EXTRA_OVERRIDES=("actor_rollout_ref.model.path=$FIRST_MODEL" "data.val_files=$TRAIN_FILES" "trainer.validation_data_dir=$out/generations")
+    run_trainer "$OFFLINE_FILTER_CONFIG" "$out/run" offline_filter "$LOG_DIR/offline_filter.log" "$@" ||
+      die "offline filter: stage 0 failed; resubmit to retry it, or set OFFLINE_FILTER=none. Log: $LOG_DIR/offline_filter.log"
+    python "$LAUNCH_DIR/offline_filter.py" --generations "$out/generations" --data "$TRAIN_FILES" --out "$filtered" \
+      2>&1 | tee -a "$LOG_DIR/offline_filter.log" || die "offline filter: filtering the generations failed; see $LOG_DIR/offline_filter.log."
+    grep '^filter_by_pass_rate' "$LOG_DIR/offline_filter.log" | tail -n 1 >"$out/DONE"
   fi
+  OFFLINE_OVERRIDES=("data.train_files=$filtered")
+  log "offline filter: training on $filtered (data.train_files)"
 }
 
 # WANDB_RUN_ID of a run directory, created once and reused by every later job of the same run.
@@ -150,14 +208,49 @@ run_trainer() {
   mkdir -p "$run_subdir"
   wandb_id=$(run_wandb_id "$run_subdir" "$name")
   export WANDB_RUN_ID=$wandb_id WANDB_RESUME=allow
-  local -a overrides=("trainer.experiment_name=${RUN_NAME}_$name")
-  [[ -z "${WANDB_API_KEY:-}" ]] || overrides+=("trainer.logger=[console,file,wandb]")
-  read -ra layout <<<"${LAYOUT[$config]:-}"
+  local -a overrides=("trainer.experiment_name=${RUN_NAME}_$name" "${LAUNCHER_OVERRIDES[@]}")
+  read -ra layout <<<"${OVERRIDES[$config]:-}"
   overrides+=("$@" "${layout[@]}" "trainer.default_local_dir=$run_subdir"
     "++ray_kwargs.ray_init.runtime_env.env_vars.WANDB_RUN_ID=$wandb_id"
     "++ray_kwargs.ray_init.runtime_env.env_vars.WANDB_RESUME=allow" "${EXTRA_OVERRIDES[@]}")
   log "$name: ${TRAINER[*]} --config-name $config ${overrides[*]} (wandb run $wandb_id)"
-  WATCH_LOG=$log_file run_watched "${TRAINER[@]}" --config-name "$config" "${overrides[@]}"
+  local stop_file=$LOG_DIR/stall_$name.txt status=0
+  rm -f "$stop_file"
+  start_watchdog "$config" "$run_subdir/metrics.jsonl" "$stop_file"
+  WATCH_LOG=$log_file WATCH_STOP_FILE=$stop_file WATCH_DIAGNOSTICS_DIR=$LOG_DIR/stall_$name \
+    run_watched "${TRAINER[@]}" --config-name "$config" "${overrides[@]}" || status=$?
+  stop_watchdog
+  [[ "$status" != 124 ]] || log "$name stalled: $(cat "$stop_file"); diagnostics in $LOG_DIR/stall_$name/"
+  return "$status"
+}
+
+# The progress watchdog of one trainer run (launch/progress_watchdog.py), with the bound's knobs (STALL_*) and the
+# config's test_freq and total steps (a validation-only run: one line, bounded by twice its planned time).
+start_watchdog() {
+  local config=$1 metrics=$2 stop_file=$3 first=${STALL_FIRST_STEP_S:-7200}
+  local -a last=()
+  WATCHDOG_PID=
+  [[ "${WATCHDOG:-1}" == 1 ]] || return 0
+  if [[ -n "${EXPECTED_S[$config]:-}" ]]; then # validation only: one line, at step 0
+    ((2 * EXPECTED_S[$config] <= first)) || first=$((2 * EXPECTED_S[$config]))
+    last=(--last-step 0)
+  elif ((${TOTAL_STEPS[$config]:-0} > 0)); then
+    last=(--last-step "${TOTAL_STEPS[$config]}")
+  fi
+  python "$LAUNCH_DIR/progress_watchdog.py" "$metrics" --stop-file "$stop_file" --first-step-s "$first" \
+    --min-s "${STALL_MIN_S:-1800}" --factor "${STALL_FACTOR:-3}" --window "${STALL_WINDOW:-5}" \
+    --validation-s "${STALL_VALIDATION_S:-3600}" --test-freq "${TEST_FREQ[$config]:-0}" \
+    --total-steps "${TOTAL_STEPS[$config]:-0}" "${last[@]}" --poll-s "${STALL_POLL_S:-10}" \
+    >>"$LOG_DIR/watchdog.log" 2>&1 &
+  WATCHDOG_PID=$!
+  HELPER_PIDS+=("$WATCHDOG_PID")
+}
+
+stop_watchdog() {
+  [[ -n "${WATCHDOG_PID:-}" ]] || return 0
+  kill -TERM "$WATCHDOG_PID" 2>/dev/null || true
+  wait "$WATCHDOG_PID" 2>/dev/null || true
+  WATCHDOG_PID=
 }
 
 # Trains one stage from MODEL (empty: the config's), resuming from its latest checkpoint if any.
@@ -167,8 +260,15 @@ train_stage() {
   local ckpt_dir=$stage_dir/checkpoints keep_best=1
   mkdir -p "$ckpt_dir"
   [[ -z "${RESCORE_CONFIG[$stage]:-}" ]] || keep_best=$RESCORE_TOP_K
+  EXTRA_OVERRIDES=(trainer.resume_mode=auto trainer.max_actor_ckpt_to_keep=null "${OFFLINE_OVERRIDES[@]}")
+  # Validation before training scores the starting model: once per stage, and not for a stage whose starting model
+  # the previous stage's selection scored already (30-60 minutes of idle GPUs each time, configs/README.md).
   if [[ -s "$ckpt_dir/latest_checkpointed_iteration.txt" ]]; then
-    log "stage $stage: resuming from global_step_$(cat "$ckpt_dir/latest_checkpointed_iteration.txt")"
+    log "stage $stage: resuming from global_step_$(cat "$ckpt_dir/latest_checkpointed_iteration.txt") (no validation before training)"
+    EXTRA_OVERRIDES+=(trainer.val_before_train=false)
+  elif [[ "$stage" != "${STAGE_LIST[0]}" ]]; then
+    log "stage $stage: starting from the model the selection of the previous stage scored (no validation before training)"
+    EXTRA_OVERRIDES+=(trainer.val_before_train=false)
   else
     log "stage $stage: starting"
   fi
@@ -177,11 +277,11 @@ train_stage() {
     >>"$LOG_DIR/prune_$stage.log" 2>&1 &
   local pruner=$! status=0
   HELPER_PIDS+=("$pruner")
-  EXTRA_OVERRIDES=(trainer.resume_mode=auto trainer.max_actor_ckpt_to_keep=null "${OFFLINE_OVERRIDES[@]}")
   [[ -z "$model" ]] || EXTRA_OVERRIDES+=("actor_rollout_ref.model.path=$model")
   run_trainer "$stage" "$ckpt_dir" "$stage" "$LOG_DIR/$stage.log" "$@" || status=$?
   kill -TERM "$pruner" 2>/dev/null || true
   wait "$pruner" 2>/dev/null || true
+  [[ "$status" != 124 ]] || die "stage $stage: stopped by the progress watchdog (above; diagnostics in $LOG_DIR/stall_$stage/); a queued retry or the same command resubmitted resumes from the latest checkpoint. Log: $LOG_DIR/$stage.log"
   [[ "$status" == 0 ]] || die "stage $stage: trainer failed (exit $status); resubmit the same command to resume from the latest checkpoint. Log: $LOG_DIR/$stage.log"
   "${PRUNE[@]}" "$ckpt_dir" --keep-last "$KEEP_LAST_CHECKPOINTS" --keep-best "$keep_best" >>"$LOG_DIR/prune_$stage.log" 2>&1 ||
     log "WARNING: stage $stage: final retention pass failed, see $LOG_DIR/prune_$stage.log"
@@ -236,9 +336,22 @@ run_stage() {
     select_by_in_run_score "$stage" "$stage_dir"
   fi
   [[ -e "$SELECTED" ]] || die "stage $stage: the selection printed '$SELECTED', which does not exist."
+  drop_unselected_optimizer_shards "$stage" "$stage_dir/checkpoints" "$SELECTED"
   printf '%s\n' "$SELECTED" >"$stage_dir/best_model.tmp"
   mv "$stage_dir/best_model.tmp" "$stage_dir/best_model"
   log "stage $stage: best model $SELECTED"
+}
+
+# Once a stage's model is chosen, nothing resumes the stage's other checkpoints: their optimizer shards (2/3 of a
+# checkpoint) go, their model shards stay (they can still be merged and evaluated). The selected one stays whole.
+drop_unselected_optimizer_shards() {
+  local stage=$1 ckpt_dir=$2 selected=$3
+  if [[ ! "$selected" =~ global_step_([0-9]+) ]]; then
+    log "stage $stage: the selected model $selected names no global_step_N; optimizer shards kept"
+    return 0
+  fi
+  "${PRUNE[@]}" "$ckpt_dir" --drop-optimizers-except "${BASH_REMATCH[1]}" \
+    >>"$LOG_DIR/prune_$stage.log" 2>&1 || log "WARNING: stage $stage: dropping the optimizer shards failed, see $LOG_DIR/prune_$stage.log"
 }
 
 run_final_eval() {
@@ -281,16 +394,21 @@ main() {
   fi
   mkdir -p "$LOG_DIR"
   log "run $RUN_NAME in $RUN_DIR: stages $STAGES; job ${SLURM_JOB_ID:-local}; logs in $LOG_DIR; bash $BASH_VERSION"
+  LAUNCHER_OVERRIDES=()
+  [[ -z "${WANDB_API_KEY:-}" ]] || LAUNCHER_OVERRIDES+=("trainer.logger=[console,file,wandb]")
+  export BOM_MANIFEST=$LOG_DIR/bill_of_materials.json
   resolve_nodes
   resolve_gpus_per_node
-  resolve_layouts "$@"
+  run_preflight "$@"
+  [[ -z "$model" ]] || FIRST_MODEL=$model
   offline_filter_overrides
   export_training_env
   detect_head_network
   log "nodes (${#NODES[@]}): ${NODES[*]}; $GPUS_PER_NODE GPU(s) per node; head ${NODES[0]} at $HEAD_IP on $HEAD_IFACE"
-  check_sandbox_isolation "$LOG_DIR"
+  check_nodes "$LOG_DIR"
   arm_stop_trap
   start_ray_cluster "$LOG_DIR"
+  [[ "$OFFLINE_FILTER" != build ]] || build_offline_filter "$@"
   for stage in $STAGES; do
     run_stage "$stage" "$model" "$@"
     model=$(cat "$RUN_DIR/$stage/best_model")

@@ -7,25 +7,17 @@ verl compares them with the Ray cluster, so a mismatch idles GPUs or waits forev
 - Colocated configs (verl's `sync` trainer: DeepCoder, MicroCoder, debug, evaluation) have one pool: the layout is
   derived from the allocation, `trainer.nnodes=NODES trainer.n_gpus_per_node=GPUS_PER_NODE`.
 - Separate-async configs (NousCoder) split the nodes between two pools, which only the user can choose: the GPUs of
-  both pools must add up to the allocation's and each pool's GPUs per node must fit a node; otherwise this exits 2
-  with the overrides (or the `--nodes`) that would fit.
+  both pools must add up to the allocation's and each pool's GPUs per node must fit a node; otherwise LayoutError
+  names the overrides (or the `--nodes`) that would fit.
 
-    python launch/stage_layout.py --nodes 6 --gpus-per-node 8 --config dapo_32k --config eval_lcb_80k [overrides...]
-
-Prints `NAME<TAB>OVERRIDES` per config on stdout (the overrides the stage chain appends to that config's command;
-empty for a separate-async config that fits) and the layout on stderr.
+`launch/preflight.py` applies it to every config a job runs, before Ray starts.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
-
-from recipe.nouscoder.main import config_dir
 
 SEPARATE_ASYNC_MODES = ("separate_async", "nouscoder_separate_async")
 
@@ -46,11 +38,6 @@ class Pool:
         return self.nnodes * self.gpus_per_node
 
 
-def compose_stage(config_name: str, overrides: list[str]) -> DictConfig:
-    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-        return compose(config_name=config_name, overrides=overrides)
-
-
 def suggested_split(trainer: Pool, rollout: Pool, nodes: int) -> tuple[int, int]:
     """Trainer / rollout node counts for `nodes` nodes in the config's trainer:rollout proportion (each >= 1)."""
     trainer_nodes = min(max(1, round(nodes * trainer.nnodes / (trainer.nnodes + rollout.nnodes))), nodes - 1)
@@ -60,6 +47,13 @@ def suggested_split(trainer: Pool, rollout: Pool, nodes: int) -> tuple[int, int]
 def layout_overrides(config: DictConfig, config_name: str, nodes: int, gpus_per_node: int) -> list[str]:
     """The overrides that fit `config` to `nodes` x `gpus_per_node` GPUs, or LayoutError naming what to pass."""
     trainer = Pool(int(config.trainer.nnodes), int(config.trainer.n_gpus_per_node))
+    fsdp_size = int(config.actor_rollout_ref.actor.fsdp_config.get("fsdp_size", -1))
+    if 0 < fsdp_size < trainer.gpus and trainer.gpus % fsdp_size:
+        # verl's create_device_mesh builds a (GPUs // fsdp_size) x fsdp_size mesh, which must hold every rank
+        raise LayoutError(
+            f"{config_name}: actor_rollout_ref.actor.fsdp_config.fsdp_size={fsdp_size} does not divide the trainer's "
+            f"{trainer.gpus} GPUs: set it to a divisor (8 on 8-GPU nodes: FSDP within a node), or -1 to shard over all."
+        )
     if config.trainer.v1.trainer_mode not in SEPARATE_ASYNC_MODES:
         return [f"trainer.nnodes={nodes}", f"trainer.n_gpus_per_node={gpus_per_node}"]
     rollout_config = config.actor_rollout_ref.rollout
@@ -89,39 +83,3 @@ def layout_overrides(config: DictConfig, config_name: str, nodes: int, gpus_per_
         )
     message += f" or submit with sbatch --nodes={wanted_nodes} --gpus-per-node={trainer.gpus_per_node}."
     raise LayoutError(message)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python launch/stage_layout.py",
-        description="Check each config's GPU layout against the allocation (separate-async) or derive it "
-        "(colocated). Prints one line per config, 'NAME<TAB>OVERRIDES'; exits 2 naming what to pass on a mismatch.",
-    )
-    parser.add_argument("--nodes", type=int, required=True, help="nodes of the Ray cluster (the job's NNODES)")
-    parser.add_argument("--gpus-per-node", type=int, required=True, help="GPUs per node (the job's GPUS_PER_NODE)")
-    parser.add_argument(
-        "--config", action="append", required=True, help="a config the job runs (repeat: stages, evaluations)"
-    )
-    parser.add_argument("overrides", nargs="*", help="the hydra overrides every config runs with")
-    args = parser.parse_args(argv)
-    errors = []
-    for name in dict.fromkeys(args.config):
-        config = compose_stage(name, args.overrides)
-        try:
-            overrides = layout_overrides(config, name, args.nodes, args.gpus_per_node)
-        except LayoutError as error:
-            errors.append(str(error))
-            continue
-        print(
-            f"stage_layout: {name} ({config.trainer.v1.trainer_mode}) on {args.nodes} x {args.gpus_per_node} GPUs: "
-            f"{' '.join(overrides) or 'the config layout fits'}",
-            file=sys.stderr,
-        )
-        print(f"{name}\t{' '.join(overrides)}")
-    if errors:
-        print("\n".join(f"stage_layout: ERROR: {error}" for error in errors), file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.metadata
 import importlib.util
 import inspect
 import logging
@@ -71,6 +72,14 @@ def resolve(path: str):
         target = getattr(target, attribute)
         walked = f"{walked}.{attribute}"
     return target
+
+
+def module_text(module: str) -> str:
+    """A module's source without importing it (its own imports may need what this machine lacks, as cupy)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ContractBroken(f"module {module} is gone")
+    return Path(spec.origin).read_text(encoding="utf-8")
 
 
 def parameter_names(path: str) -> list[str]:
@@ -598,6 +607,78 @@ CONTRACT = [
         lambda: require(
             'os.getenv("VERL_USE_EXTERNAL_MODULES"' in Path(verl.__file__).read_text(encoding="utf-8"),
             "verl/__init__.py no longer reads it",
+        ),
+    ),
+    # The cluster path (launch/).
+    Internal(
+        "NCCL checkpoint engine imports cupy; checkpoint_engine/__init__ swallows the ImportError",
+        "launch/bill_of_materials.py: cupy for backend=nccl, the lookup's error read; setup.py's gpu extra",
+        lambda: (
+            require("import cupy as cp" in module_text("verl.checkpoint_engine.nccl_checkpoint_engine"), "no cupy"),
+            require_source("verl.checkpoint_engine", 'record_import_error("nccl_checkpoint_engine", e)'),
+            require_source("verl.checkpoint_engine.base:CheckpointEngineRegistry.get", "Engine modules that failed"),
+            require(
+                'cupy-cuda13x==14.0.1; extra == "cupy-cu130"' in (importlib.metadata.requires("verl") or []),
+                "verl's cupy-cu130 extra no longer pins cupy-cuda13x==14.0.1",
+            ),
+        ),
+    ),
+    Internal(
+        "get_rollout_replica_class + get_rollout_class + _agent_loop_registry",
+        "launch/bill_of_materials.py: the rollout backend and agent loop looked up as verl looks them up",
+        lambda: (
+            require_parameters("verl.workers.rollout.replica:get_rollout_replica_class", "rollout"),
+            require_parameters("verl.workers.rollout.base:get_rollout_class", "rollout_name", "mode"),
+            require(isinstance(resolve("verl.experimental.agent_loop.agent_loop:_agent_loop_registry"), dict), "gone"),
+        ),
+    ),
+    Internal(
+        "attn_implementation default flash_attention_2",
+        "launch/bill_of_materials.py: flash-attn needed unless the config names another attention",
+        lambda: require_source(
+            "verl.workers.config.model:HFModelConfig.__post_init__",
+            'self.override_config.get("attn_implementation", "flash_attention_2")',
+        ),
+    ),
+    Internal(
+        "fsdp_size mesh + a checkpoint shard per rank",
+        "launch/run_plan.py, disk_plan.py: HSDP replicas, each saved (checkpoint size, save time, retention)",
+        lambda: (
+            require_source(
+                "verl.workers.engine.fsdp.utils:create_device_mesh",
+                "mesh_shape=(world_size // fsdp_size, fsdp_size)",
+            ),
+            require_source(
+                "verl.utils.checkpoint.fsdp_checkpoint_manager:FSDPCheckpointManager.save_checkpoint",
+                'f"optim_world_size_{self.world_size}_rank_{self.rank}.pt"',
+            ),
+        ),
+    ),
+    Internal(
+        "val_before_train on every fit + the validation dump's keys",
+        "launch/stage_chain.sh: off on a resume; launch/offline_filter.py: gts and the reward's verdict per line",
+        lambda: (
+            require_source(f"{TRAINER_BASE}.fit", 'self.config.trainer.get("val_before_train", True)'),
+            require_source(f"{TRAINER_BASE}._write_generations", '"gts": gts', "for k, v in reward_extra_infos_dict"),
+        ),
+    ),
+    Internal(
+        "create_rl_dataset + filter_overlong_prompts",
+        "recipe/nouscoder/validation_coverage.py: the validation set built as the trainer builds it",
+        lambda: (
+            require_parameters(
+                "verl.trainer.ppo.utils:create_rl_dataset",
+                "data_paths",
+                "data_config",
+                "tokenizer",
+                "processor",
+                "is_train",
+                "max_samples",
+            ),
+            require_source(
+                "verl.utils.dataset.rl_dataset:RLHFDataset.maybe_filter_out_long_prompts",
+                "if self.filter_overlong_prompts:",
+            ),
         ),
     ),
 ]

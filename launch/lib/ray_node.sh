@@ -6,6 +6,8 @@
 #   ray_node.sh network       print this node's "INTERFACE IP" (NETWORK_INTERFACE / IP_FAMILY apply)
 #   ray_node.sh stop          stop this job's Ray processes here: SIGTERM to `ray start`, SIGKILL after RAY_STOP_GRACE_S
 #   ray_node.sh sandbox-check the grader's isolation probe here (SANDBOX_CHECK_CMD [python -m reward_fns.sandbox])
+#   ray_node.sh bom-check     the job's bill of materials here (BOM_CHECK_CMD, BOM_MANIFEST: launch/bill_of_materials.py)
+#   ray_node.sh diagnostics   the Python stacks (py-spy dump) of this job's Ray processes here, and nvidia-smi
 # Parameters come from the environment (set by start_ray_cluster), never from the command line, so that
 # no srun or bash command line contains the node's Ray temp dir and `stop` matches Ray's own processes only:
 #   RAY_TMP, RAY_PORT, RAY_HEAD_IP, GPUS_PER_NODE, RAY_NUM_CPUS, RAY_START_ARGS, RAY_HEAD_START_ARGS,
@@ -133,11 +135,41 @@ sandbox_check() {
   exec "${probe[@]}"
 }
 
+bom_check() {
+  local -a check
+  : "${BOM_MANIFEST:?BOM_MANIFEST, the bill of materials the launcher wrote, must be set}"
+  read -ra check <<<"${BOM_CHECK_CMD:-python $RAY_SLURM_LIB_DIR/../bill_of_materials.py check}"
+  log "node $NODE_NAME: ${check[*]} --manifest $BOM_MANIFEST"
+  exec "${check[@]}" --manifest "$BOM_MANIFEST" --node "$NODE_NAME"
+}
+
+# Stacks of this job's Ray processes on this node (not other jobs' or users'), each bounded; py-spy comes with
+# ray[default] and needs ptrace permission on the processes (kernel.yama.ptrace_scope 0, or root; otherwise each
+# dump says it was refused). Then the GPUs' state.
+diagnostics() {
+  local limit=${DIAGNOSTICS_TIMEOUT_S:-60} pid
+  NODE_RAY_TMP=$(node_ray_tmp)
+  echo "== node $NODE_NAME: Ray processes of this job =="
+  mapfile -t PIDS < <(job_ray_pids | awk '{ print $1 }')
+  for pid in "${PIDS[@]}"; do
+    ps -o pid=,etime=,args= -p "$pid" 2>/dev/null | cut -c1-300 || continue
+    if command -v py-spy >/dev/null && ps -o args= -p "$pid" 2>/dev/null | grep -q 'python\|ray::'; then
+      timeout "$((limit / 4 + 1))" py-spy dump --pid "$pid" 2>&1 | head -n 200 || true
+    fi
+  done
+  if command -v nvidia-smi >/dev/null; then
+    echo "== nvidia-smi =="
+    timeout "$limit" nvidia-smi || true
+  fi
+}
+
 case "${1:-}" in
   start-head) start_node head ;;
   start-worker) start_node worker ;;
   network) detect_node_network && echo "$NODE_IFACE $NODE_IP" ;;
   stop) stop_node ;;
   sandbox-check) sandbox_check ;;
-  *) die "usage: ray_node.sh start-head|start-worker|network|stop|sandbox-check (got '${1:-}')" ;;
+  bom-check) bom_check ;;
+  diagnostics) diagnostics ;;
+  *) die "usage: ray_node.sh start-head|start-worker|network|stop|sandbox-check|bom-check|diagnostics (got '${1:-}')" ;;
 esac

@@ -25,6 +25,13 @@
 #   SANDBOX_CHECK        1: before anything trains, run the grader's isolation probe on every node and fail the
 #                        job naming each node where the code sandbox would be incomplete; 0: skip [1]
 #   SANDBOX_CHECK_CMD    the probe, word-split [python -m reward_fns.sandbox]
+#   BOM_CHECK            1: before Ray starts, every node imports each module and looks up each registry entry the
+#                        job's configs need (their bill of materials, BOM_MANIFEST, written by launch/preflight.py),
+#                        and the job fails naming each node and its missing pieces; 0: skip [1]
+#   BOM_CHECK_CMD        the check, word-split; ray_node.sh appends --manifest BOM_MANIFEST --node NODE
+#                        [python launch/bill_of_materials.py check]
+#   DIAGNOSTICS_TIMEOUT_S  bound of each diagnostics command of a stalled run (py-spy, nvidia-smi, ray status) and of
+#                        each node's whole dump [60]
 #   NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, NCCL_DEBUG, TORCH_NCCL_ASYNC_ERROR_HANDLING, VLLM_USE_V1,
 #   VLLM_ALLOW_LONG_MAX_MODEL_LEN, TOKENIZERS_PARALLELISM, RAY_memory_monitor_refresh_ms, RAY_AUTH_MODE, HYDRA_FULL_ERROR,
 #   PYTHONUNBUFFERED, NOFILE_LIMIT: exported with the defaults in export_training_env unless already set.
@@ -158,27 +165,50 @@ on_node() {
   fi
 }
 
-# Runs the grader's isolation probe (SANDBOX_CHECK_CMD, exit 1 when a mechanism is missing) on every node through
-# srun, in parallel. Fails the job naming each node whose sandbox is incomplete -- where a program from the model
-# could escape, and where isolation=strict refuses to grade -- with that node's missing mechanisms.
-check_sandbox_isolation() {
-  local log_dir=$1 i node report=
-  if [[ "${SANDBOX_CHECK:-1}" != 1 ]]; then
+# The per-node checks before Ray starts, all nodes and checks in parallel through srun: the grader's isolation probe
+# (SANDBOX_CHECK_CMD, exit 1 when a mechanism is missing: programs under test could escape there, and isolation=strict
+# refuses to grade) and the bill of materials (BOM_CHECK_CMD, exit 1 naming what the node cannot import or look up).
+# Fails the job naming each node and what it lacks; each check's report is in LOG_DIR/<check>_<node>.log.
+check_nodes() {
+  local log_dir=$1 i check node message=
+  local -a checks=() pids=() pid_check=() pid_node=()
+  if [[ "${SANDBOX_CHECK:-1}" == 1 ]]; then
+    checks+=(sandbox)
+  else
     log "WARNING: sandbox isolation check skipped (SANDBOX_CHECK=${SANDBOX_CHECK}): run it on trusted code only"
-    return 0
   fi
-  local -a checks=() failed=()
-  for i in "${!NODES[@]}"; do
-    on_node "${NODES[$i]}" sandbox-check >"$log_dir/sandbox_${NODES[$i]}.log" 2>&1 &
-    checks+=("$!")
+  if [[ "${BOM_CHECK:-1}" == 1 && -n "${BOM_MANIFEST:-}" ]]; then
+    checks+=(bom)
+  else
+    log "WARNING: bill-of-materials check skipped (BOM_CHECK=${BOM_CHECK:-1}): a node without what the configs import fails only once the trainer reaches it"
+  fi
+  for check in "${checks[@]}"; do
+    for i in "${!NODES[@]}"; do
+      on_node "${NODES[$i]}" "$check-check" >"$log_dir/${check}_${NODES[$i]}.log" 2>&1 &
+      pids+=("$!")
+      pid_check+=("$check")
+      pid_node+=("${NODES[$i]}")
+    done
   done
-  for i in "${!checks[@]}"; do wait "${checks[$i]}" || failed+=("${NODES[$i]}"); done
-  for node in "${failed[@]}"; do
-    report+=$'\n'"$node ($log_dir/sandbox_$node.log):"$'\n'"$(grep -v '\[ok\]' "$log_dir/sandbox_$node.log" | tail -n 12)"
+  local -A failed=()
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || failed[${pid_check[$i]}]+=" ${pid_node[$i]}"
   done
-  [[ ${#failed[@]} -eq 0 ]] ||
-    die "sandbox isolation incomplete on node(s) ${failed[*]}: programs under test could escape there (isolation=strict refuses to grade). Enable user namespaces there, or exclude the node (sbatch --exclude).$report"
-  log "sandbox isolation complete on every node (${NODES[*]}); reports in $log_dir/sandbox_<node>.log"
+  if [[ -n "${failed[sandbox]:-}" ]]; then
+    message+="sandbox isolation incomplete on node(s)${failed[sandbox]}: programs under test could escape there (isolation=strict refuses to grade). Enable user namespaces there, or exclude the node (sbatch --exclude)."
+    for node in ${failed[sandbox]}; do
+      message+=$'\n'"$node ($log_dir/sandbox_$node.log):"$'\n'"$(grep -v '\[ok\]' "$log_dir/sandbox_$node.log" | tail -n 12)"
+    done
+  fi
+  if [[ -n "${failed[bom]:-}" ]]; then
+    [[ -z "$message" ]] || message+=$'\n'
+    message+="bill of materials incomplete on node(s)${failed[bom]}: the job's configs need what these nodes cannot import (the environment activated before sbatch, on every node: make setup-gpu, README.md \"GPU cluster set-up\"), or exclude them (sbatch --exclude)."
+    for node in ${failed[bom]}; do
+      message+=$'\n'"$node ($log_dir/bom_$node.log):"$'\n'"$(grep '^node ' "$log_dir/bom_$node.log" | tail -n 20)"
+    done
+  fi
+  [[ -z "$message" ]] || die "$message"
+  [[ ${#checks[@]} -eq 0 ]] || log "node checks passed on every node (${NODES[*]}): ${checks[*]}; reports in $log_dir/<check>_<node>.log"
 }
 
 # Sets HEAD_IP and HEAD_IFACE, detected on the head node itself (the launcher may run on a login node).
@@ -293,7 +323,9 @@ stop_ray_cluster() {
 # Runs a command in the background and waits for it, failing fast if a node's Ray exits first: every
 # WATCH_POLL_S seconds it checks both (bash 4.4 has no `wait -n -p` to learn which child ended). The pause is a
 # `wait` on a background `sleep`, which a trapped signal interrupts (a foreground `sleep` would defer the trap).
-# With WATCH_LOG set, the output also goes to that file. Returns the command's exit status.
+# With WATCH_LOG set, the output also goes to that file. With WATCH_STOP_FILE set, a non-empty file there (the
+# progress watchdog's stall report) stops the command: diagnostics go to WATCH_DIAGNOSTICS_DIR first, while the
+# stalled processes still hang, then the command is stopped and 124 returned. Returns the command's exit status.
 run_watched() {
   if [[ -n "${WATCH_LOG:-}" ]]; then
     "$@" > >(tee -a "$WATCH_LOG") 2>&1 &
@@ -303,6 +335,15 @@ run_watched() {
   WATCHED_PID=$!
   local status=0 i
   while kill -0 "$WATCHED_PID" 2>/dev/null; do
+    if [[ -n "${WATCH_STOP_FILE:-}" && -s "$WATCH_STOP_FILE" ]]; then
+      log "ERROR: $(cat "$WATCH_STOP_FILE")"
+      dump_diagnostics "${WATCH_DIAGNOSTICS_DIR:-$(dirname "$WATCH_STOP_FILE")/diagnostics}"
+      log "stopping '$1' (pid $WATCHED_PID) after the stall"
+      kill -TERM "$WATCHED_PID" 2>/dev/null || true
+      wait "$WATCHED_PID" 2>/dev/null || true
+      WATCHED_PID=
+      return 124
+    fi
     for i in "${!RAY_STEP_PIDS[@]}"; do
       kill -0 "${RAY_STEP_PIDS[$i]}" 2>/dev/null && continue
       wait "${RAY_STEP_PIDS[$i]}" || status=$?
@@ -319,6 +360,32 @@ run_watched() {
   wait "$WATCHED_PID" || status=$?
   WATCHED_PID=
   return "$status"
+}
+
+# What is cheap to collect from a stalled run, each command bounded by DIAGNOSTICS_TIMEOUT_S, into DIR: on every node
+# (in parallel, through srun) the Python stacks of this job's Ray processes (py-spy) and nvidia-smi; `ray status`; and
+# the last 200 lines of each log of this job (LOG_DIR, ray_<node>.log included).
+dump_diagnostics() {
+  local dir=$1 limit=${DIAGNOSTICS_TIMEOUT_S:-60} i file
+  local -a dumps=()
+  mkdir -p "$dir"
+  log "collecting diagnostics in $dir (stacks of every Ray process of this job, nvidia-smi, ray status, log tails)"
+  for i in "${!NODES[@]}"; do
+    RAY_NODE_NAME=${NODES[$i]} RAY_NODE_INDEX=$i on_node "${NODES[$i]}" diagnostics >"$dir/node_${NODES[$i]}.txt" 2>&1 &
+    dumps+=("$!")
+  done
+  timeout "$limit" "${RAY_BIN:-ray}" status --address="${RAY_ADDRESS:-}" >"$dir/ray_status.txt" 2>&1 || true
+  for file in "${LOG_DIR:-$dir}"/*.log; do
+    [[ -f "$file" ]] && { printf '==> %s <==\n' "$file"; tail -n 200 "$file"; } >>"$dir/log_tails.txt"
+  done
+  # Each node's dump is bounded as a whole too: a node that does not answer is left out, not waited for.
+  local deadline=$((SECONDS + limit))
+  for i in "${!dumps[@]}"; do
+    while kill -0 "${dumps[$i]}" 2>/dev/null && ((SECONDS < deadline)); do sleep 1; done
+    kill -TERM "${dumps[$i]}" 2>/dev/null || true
+    wait "${dumps[$i]}" 2>/dev/null || true
+  done
+  log "diagnostics written: $(cd "$dir" && echo *)"
 }
 
 # EXIT trap: stop a still-running watched command and the HELPER_PIDS, then Ray everywhere; keep the exit status.

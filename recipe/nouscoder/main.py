@@ -2,10 +2,12 @@
 
 Composes verl 0.9.1's trainer config (`pkg://verl.trainer.config`, found through the `hydra.searchpath` of
 `configs/nouscoder_base.yaml`) with one experiment config of `configs/`, then runs verl's own V1 flow
-(`verl.trainer.main_ppo.run_ppo`: Ray init, a TaskRunner actor, `trainer.fit`) with three additions:
+(`verl.trainer.main_ppo.run_ppo`: Ray init, a TaskRunner actor, `trainer.fit`) with four additions:
 
 - the recipe's trainers (`recipe.nouscoder.trainer`: `nouscoder_sync`, `nouscoder_separate_async`) are registered
   in the driver and, through `NousCoderTaskRunner`, in the TaskRunner process where verl looks the trainer up;
+- a run that validates stops before Ray starts if verl would drop a validation problem for its prompt length
+  (`recipe.nouscoder.validation_coverage`), rather than report a score over fewer problems;
 - `trainer.default_local_dir` (RUN_DIR) is made absolute and verl's file logger writes to RUN_DIR/metrics.jsonl
   (an existing one is kept as metrics.<k>.jsonl, since verl's FileLogger truncates), which is what
   `python -m recipe.nouscoder.select_checkpoint RUN_DIR` reads.
@@ -49,6 +51,7 @@ from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run  # noqa: E402
 from recipe.nouscoder.multi_turn import AGENT_LOOP_MODULE, uses_multi_turn  # noqa: E402
 from recipe.nouscoder.required_values import check_required_values  # noqa: E402
 from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME  # noqa: E402
+from recipe.nouscoder.validation_coverage import ValidationProblemsDropped, check_validation_coverage  # noqa: E402
 
 PROG = "recipe.nouscoder.main"
 CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
@@ -193,6 +196,7 @@ def run_verl(config: DictConfig) -> None:
         prepare_cpu_run(config)
     if uses_multi_turn(config):
         load_in_ray_processes(config, AGENT_LOOP_MODULE)
+    check_validation_coverage(config)  # no LiveCodeBench problem silently dropped for its prompt length
     auto_set_device(config)
     validate_config(config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     run_ppo(config, task_runner_class=NousCoderTaskRunner)
@@ -202,6 +206,9 @@ def run_verl(config: DictConfig) -> None:
 def main(config: DictConfig) -> None:
     try:
         run(config)
+    except ValidationProblemsDropped as error:
+        print(f"recipe.nouscoder.main: error: {error}", file=sys.stderr)
+        sys.exit(2)
     except ray.exceptions.RayTaskError as error:
         if not isinstance(error.cause, ClusterTooSmall):
             raise

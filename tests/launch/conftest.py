@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,6 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+# launch/*.py import their siblings by name, as `python launch/X.py` runs them (the script's directory first on
+# sys.path); the tests that import them in-process do the same.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "launch"))
 
 NODE_NAMES = ("launchnode1", "launchnode2")
 # The bash every launch test runs the scripts with: LAUNCH_TEST_BASH=/path/to/bash-4.4/bin/bash runs the suite under

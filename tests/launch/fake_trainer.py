@@ -14,14 +14,19 @@ the real trainer sees. It checks that trainer.nnodes x trainer.n_gpus_per_node G
   tracker file, and `metrics.jsonl` with a LiveCodeBench validation score that peaks in the middle of the run;
 - validation-only configs (trainer.val_only): `metrics.jsonl` with the step-0 score of the model in
   actor_rollout_ref.model.path, which peaks at step RESCORE_PEAK_STEP, not at the in-run peak (as a re-scoring at a
-  longer context may).
+  longer context may); with trainer.validation_data_dir set and data.val_files a parquet, also verl's generation dump
+  `<dir>/0.jsonl` (the keys of verl's `_write_generations`: input, output, gts, score, step, and the reward's
+  `verdict`), val_kwargs.n lines per row, row k's verdicts `accepted` for all when k % 3 == 0, for half when
+  k % 3 == 1, for none when k % 3 == 2 (what the offline filter's stage 0 reads).
 
 Each call appends one JSON line (config name, overrides, model, resume step, steps run, the actor's wandb variables,
 trainer.logger, Ray resources, outcome) to FAKE_TRAINER_RECORD, default
 `<trainer.default_local_dir>/fake_trainer_calls.jsonl`.
 
 Environment: FAKE_TRAINER_STEPS total steps [6]; FAKE_TRAINER_FAIL_AT="STAGE:STEP" exits 1 at that step
-of that stage before its checkpoint is saved; FAKE_TRAINER_STEP_SECONDS sleep per step [0].
+of that stage before its checkpoint is saved; FAKE_TRAINER_STALL_AT="STAGE:STEP" hangs at that step without logging
+(as a stuck collective would) while the file FAKE_TRAINER_STALL_MARKER does not exist, and writes it: the run after
+it goes on; FAKE_TRAINER_STEP_SECONDS sleep per step [0].
 """
 
 from __future__ import annotations
@@ -186,6 +191,35 @@ def validate_only(checkpoint_dir: Path, model: str) -> float:
     return score
 
 
+def dump_generations(val_files: str, samples: int, dump_dir: Path) -> int:
+    """verl's validation dump of `samples` graded generations per row of the parquet `val_files`; returns the lines."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(val_files, columns=["reward_model"]).column("reward_model").to_pylist()
+    dump_dir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for index, reward_model in enumerate(rows):
+        passing = {0: samples, 1: samples // 2, 2: 0}[index % 3]
+        for sample in range(samples):
+            verdict = "accepted" if sample < passing else "wrong_answer"
+            score = 1.0 if verdict == "accepted" else -1.0
+            line = {"input": f"problem {index}", "output": "print(1)", "gts": reward_model["ground_truth"]}
+            lines.append(json.dumps({**line, "score": score, "step": 0, "verdict": verdict}) + "\n")
+    (dump_dir / "0.jsonl").write_text("".join(lines))
+    return len(lines)
+
+
+def stall_once(config_name: str, step: int) -> None:
+    """Hang without logging at FAKE_TRAINER_STALL_AT's step, once (FAKE_TRAINER_STALL_MARKER records it)."""
+    stage, _, at = os.environ.get("FAKE_TRAINER_STALL_AT", "").partition(":")
+    marker = Path(os.environ.get("FAKE_TRAINER_STALL_MARKER", "/nonexistent/marker"))
+    if stage == config_name and at and step == int(at) and not marker.exists():
+        marker.write_text(f"{stage}: stalled at step {step}\n")
+        print(f"fake_trainer: stalling at step {step} as FAKE_TRAINER_STALL_AT asks", flush=True)
+        while True:
+            time.sleep(60)
+
+
 def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict) -> None:
     """Train (pretend) from the resume step to FAKE_TRAINER_STEPS; fills `record`."""
     total = int(os.environ.get("FAKE_TRAINER_STEPS", "6"))
@@ -196,6 +230,7 @@ def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict
         log_metrics(checkpoint_dir, 0, {METRIC_KEY: validation_score(0, total)})
     for step in range(start + 1, total + 1):
         time.sleep(float(os.environ.get("FAKE_TRAINER_STEP_SECONDS", "0")))
+        stall_once(config_name, step)
         if fail_stage == config_name and fail_step and step == int(fail_step):
             record["outcome"] = f"failed at step {step}"
             print(f"fake_trainer: failing at step {step} as FAKE_TRAINER_FAIL_AT asks", file=sys.stderr)
@@ -229,6 +264,15 @@ class FakeTaskRunner:
         print(f"fake_trainer: config {config_name}, model {record['model']}, ray {record['ray']}")
         if config.trainer.val_only:
             record["score"] = validate_only(checkpoint_dir, record["model"])
+            dump_dir, val_files = config.trainer.get("validation_data_dir"), str(config.data.val_files)
+            if (
+                dump_dir
+                and val_files.endswith(".parquet")
+                and Path(val_files).is_file()
+                and Path(val_files).stat().st_size
+            ):
+                samples = int(config.actor_rollout_ref.rollout.val_kwargs.n)
+                record["generations"] = dump_generations(val_files, samples, Path(dump_dir))
         else:
             train(config_name, config.trainer.resume_mode, checkpoint_dir, record)
         record_file = Path(os.environ.get("FAKE_TRAINER_RECORD", checkpoint_dir / "fake_trainer_calls.jsonl"))

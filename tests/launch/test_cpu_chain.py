@@ -120,6 +120,11 @@ def test_cpu_chain_selects_extends_and_resumes_a_killed_stage(local_slurm, tmp_p
     assert (tmp_path / "killed_once").is_file(), output
     best1 = Path((stage1 / "best_model").read_text().strip())
     assert best1.parent.name == "best_hf" and (best1 / "config.json").is_file()
+    # verl's real FSDP checkpoints: once the model is chosen, only the selected step keeps its optimizer shards
+    selected = int(best1.name.removeprefix("global_step_"))
+    for step in (1, 2):
+        shards = list((stage1 / "checkpoints" / f"global_step_{step}" / "actor").glob("optim_world_size_2_rank_*.pt"))
+        assert len(shards) == (2 if step == selected else 0), (step, selected, shards)  # 2 FSDP ranks
     stage1_records = records(stage1 / "checkpoints" / "metrics.jsonl")
     assert [record["step"] for record in stage1_records] == [1, 2]  # real steps of the real trainer
     assert_trained_on_policy_with_the_recipes_parts([record["data"] for record in stage1_records])

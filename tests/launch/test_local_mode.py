@@ -56,6 +56,7 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
             "FAKE_TRAINER_STEPS": "4",
             "EVAL_DATA": str(tmp_path / "lcb.parquet"),
             "WATCH_POLL_S": "0.5",
+            "BOM_CHECK": "0",  # microcoder_4k needs vLLM and flash-attn, which this CPU machine lacks
         }
     )
     launcher = subprocess.Popen(
@@ -95,3 +96,53 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
     assert evaluation["ray"]["GPU"] == 1 and (run_dir / "final_eval" / "DONE").is_file()
     assert f"Ray stopped on {host}" in output
     assert leftovers == [], "Ray processes left after the local run"
+
+
+def test_a_too_small_output_root_fails_before_ray_starts_naming_both_numbers_and_the_knobs(tmp_path, test_bash_path):
+    """The disk preflight (launch/disk_plan.py): the DAPO chain's retention with CHECKPOINT_GB=1000 (a checkpoint of
+    1 TB) needs far more than any test machine's free space. Runs without Slurm or Ray: ~15 s (config composition)."""
+    (tmp_path / "lcb.parquet").touch()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SLURM")}
+    env.update(
+        {
+            "PATH": test_bash_path(f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
+            "NNODES": "1",
+            "GPUS_PER_NODE": "2",
+            "OUTPUT_ROOT": str(tmp_path / "outputs"),
+            "EVAL_DATA": str(tmp_path / "lcb.parquet"),
+            "OFFLINE_FILTER": "none",
+            "CHECKPOINT_GB": "1000",
+        }
+    )
+    one_node = [
+        "trainer.nnodes=1",
+        "trainer.n_gpus_per_node=1",
+        "actor_rollout_ref.rollout.nnodes=1",
+        "actor_rollout_ref.rollout.n_gpus_per_node=1",
+    ]
+    script = str(REPO / "launch" / "run_dapo_32k_to_40k.sh")
+    result = subprocess.run(
+        [os.environ.get("LAUNCH_TEST_BASH", "bash"), script, *one_node],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    # A checkpoint of 12 B per parameter = 1,000 GB: P = 83.3e9 parameters, model shards 4 P = 333 GB, a merged
+    # bf16 model 2 P = 167 GB. Stage 1 leaves its selected checkpoint, the model shards of the 4 others it kept
+    # (2 newest + 3 best - 1) and the merged pick: 1,000 + 1,333 + 167 = 2,500 GB; stage 2 then holds 2 newest +
+    # 1 best + 1 being written (4,000 GB) and, while selecting, its merged best (167 GB): 6,667 GB at the peak.
+    message = re.search(
+        r"ERROR: disk: this run needs ~([\d,]+) GB in OUTPUT_ROOT=(\S+) at its peak \(selecting dapo_40k's model; .*"
+        r"but that filesystem has ([\d,]+) GB free \(\+0 GB the run holds already\)\. Set OUTPUT_ROOT to a filesystem "
+        r"shared by all nodes with room .*or lower KEEP_LAST_CHECKPOINTS / RESCORE_TOP_K",
+        output,
+    )
+    assert message, output
+    assert int(message.group(1).replace(",", "")) == 6_667 and message.group(2) == str(tmp_path / "outputs")
+    free_gb = shutil.disk_usage(tmp_path).free / 1e9
+    assert abs(int(message.group(3).replace(",", "")) - free_gb) < 5
+    assert "starting Ray" not in output and "the preflight failed" in output

@@ -79,3 +79,21 @@ def test_keep_best_keeps_the_top_k_for_a_later_rescoring(tmp_path):
     assert result.returncode == 0, result.stderr
     assert remaining(run) == [20, 30, 40, 70]
     assert "keeping best global_step_30 (0.4700), global_step_40 (0.4500), global_step_20 (0.4200)" in result.stdout
+
+
+def test_after_the_selection_only_the_selected_checkpoint_keeps_its_optimizer_shards(tmp_path):
+    run = make_run(tmp_path / "ck", {10: 0.3, 20: 0.5, 30: 0.4}, latest=30)
+    for step in (10, 20, 30):
+        for rank in (0, 1):  # verl's FSDP checkpoint manager: one file of each kind per rank
+            for kind in ("model", "optim", "extra_state"):
+                (run / f"global_step_{step}" / "actor" / f"{kind}_world_size_2_rank_{rank}.pt").write_bytes(b"x" * 1000)
+    result = prune(run, "--drop-optimizers-except", "20")
+    assert result.returncode == 0, result.stderr
+    assert (
+        "model selected from global_step_20; deleted the 4 optimizer shard(s) of the other checkpoints" in result.stdout
+    )
+    for step in (10, 20, 30):
+        files = sorted(path.name for path in (run / f"global_step_{step}" / "actor").glob("*_world_size_*"))
+        kinds = {name.split("_world_size")[0] for name in files}
+        assert kinds == ({"model", "optim", "extra_state"} if step == 20 else {"model", "extra_state"}), step
+    assert remaining(run) == [10, 20, 30]  # checkpoints stay: their model shards can still be merged

@@ -1,10 +1,15 @@
 """The real launch script under a real one-node Slurm (conftest.local_slurm), trainer replaced by the CPU stand-in.
 
-Job 1 runs stage dapo_32k to the end, re-scores its two best checkpoints with the validation-only eval_lcb_40k
-config and picks the best of those (not the best by in-run score), starts dapo_40k from it and fails there at step
-3. Job 2, the same sbatch command, skips dapo_32k, resumes dapo_40k from its step-2 checkpoint in the same wandb
-run (as seen by the Ray actor where verl's trainer and wandb run), finishes it and runs the final evaluation
-(eval_lcb_80k on every GPU). Ray must be up with every (fake) GPU in both jobs and gone after each.
+Submitted with two queued retries (launch/submit_with_retries.sh). Job 1 builds the offline filter (stage 0: the
+validation-only offline_filter config's graded generations of the bundled sample's training problems, then
+launch/offline_filter.py and data_prep.filter_by_pass_rate), runs stage dapo_32k on the filtered data to the end,
+re-scores its two best checkpoints with the validation-only eval_lcb_40k config and picks the best of those (not the
+best by in-run score), drops the optimizer shards of the other checkpoints, starts dapo_40k from it and hangs there
+at step 3: the progress watchdog stops it within its bound, after dumping the hung processes' stacks. Job 2, the
+first retry, starts because job 1 failed: it reuses the filter, skips dapo_32k, resumes dapo_40k from its step-2
+checkpoint in the same wandb run (as seen by the Ray actor where verl's trainer and wandb run) without a validation
+before training, finishes it and runs the final evaluation (eval_lcb_80k on every GPU); Slurm then cancels the
+second retry. Ray must be up with every (fake) GPU in both jobs and gone after each.
 LAUNCH_TEST_BASH=/path/to/bash runs the jobs under that bash (e.g. a bash 4.4 build, as on RHEL / Rocky 8).
 """
 
@@ -17,8 +22,11 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from safetensors.torch import load_file
+
+from data_prep.build_deepcoder_mix import main as build_data
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,7 +62,19 @@ def port_flags(free_port, names: tuple[str, ...]) -> str:
     return " ".join(f"--{name}={free_port()}" for name in names)
 
 
+@pytest.fixture(scope="module")
+def sample_mix(tmp_path_factory) -> Path:
+    """The bundled sample's mix (28 training, 16 LiveCodeBench test problems), built once for the module (~2 s)."""
+    data = tmp_path_factory.mktemp("sample_mix")
+    assert build_data(["--from", "sample", "--out", str(data)]) == 0
+    return data
+
+
 def launch_env(local_slurm, work: Path, ray_root: Path, **extra: str) -> dict[str, str]:
+    """The launcher's environment for the tests. The node check of the bill of materials is off: the dapo and
+    microcoder configs need vLLM, cupy and flash-attn, which this CPU machine lacks (the check runs in
+    test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_it); so is stage 0 (OFFLINE_FILTER=
+    none), which needs a real training parquet (the chain test gives one)."""
     (work / "lcb_test.parquet").touch()
     env = {
         "PATH": local_slurm.path_with_test_bash(f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
@@ -78,6 +98,8 @@ def launch_env(local_slurm, work: Path, ray_root: Path, **extra: str) -> dict[st
         "FAKE_TRAINER_STEPS": str(STEPS),
         "FAKE_TRAINER_STEP_SECONDS": "0.2",
         "EVAL_DATA": str(work / "lcb_test.parquet"),
+        "OFFLINE_FILTER": "none",
+        "BOM_CHECK": "0",
     }
     env.update(extra)
     return env
@@ -116,38 +138,97 @@ def submit(local_slurm, work: Path, env: dict[str, str]) -> tuple[int, str, str,
     return job_id, state, exit_code, (work / f"job-{job_id}.out").read_text()
 
 
-def assert_ray_lifecycle(local_slurm, output: str, job_id: int, ray_root: Path) -> None:
+def assert_ray_lifecycle(local_slurm, output: str, job_id: int, ray_root: Path | None) -> None:
+    """Ray up with every GPU, then stopped; no process of the job left (nor under `ray_root`, unless None: a queued
+    retry may be using it already)."""
     node = local_slurm.node_name
     assert re.search(rf"Ray cluster ready at \S+: 1 node\(s\) \({node}\), 2 GPU\(s\)", output), output
     assert f"node {node}: Ray stopped" in output, output
     assert f"Ray stopped on {node}" in output, output
-    assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left after the job"
+    if ray_root is not None:
+        assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left after the job"
     assert job_processes(local_slurm, job_id) == [], f"processes of job {job_id} left after it ended"
 
 
-def test_chain_resumes_failed_stage_two_and_skips_stage_one(local_slurm, tmp_path):
+def submit_with_retries(local_slurm, work: Path, env: dict[str, str], retries: int, *overrides: str) -> list[int]:
+    """launch/submit_with_retries.sh RETRIES with the DAPO chain at 1 node x 2 fake GPUs; returns the job ids."""
+    output = local_slurm.run(
+        "bash",
+        str(REPO / "launch" / "submit_with_retries.sh"),
+        str(retries),
+        "--nodes=1",
+        f"--nodelist={local_slurm.node_name}",
+        f"--gpus-per-node={local_slurm.gpus}",
+        "--time=15",
+        f"--output={work}/job-%j.out",
+        str(REPO / "launch" / "run_dapo_32k_to_40k.sh"),
+        *DAPO_ON_ONE_NODE,
+        *overrides,
+        env={**local_slurm.env, **env},
+        cwd=work,
+    ).stdout
+    return [int(line) for line in output.split()]
+
+
+def optimizer_shards(checkpoint_dir: Path) -> dict[int, bool]:
+    """{step: whether global_step_N still holds its optimizer shards} of a stage's checkpoint directory."""
+    return {
+        int(path.name.removeprefix("global_step_")): any((path / "actor").glob("optim_world_size_*_rank_*.pt"))
+        for path in checkpoint_dir.glob("global_step_*")
+    }
+
+
+def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tmp_path, sample_mix):
     ray_root = local_slurm.root / "ray"
     ray_root.mkdir()
     run_dir = tmp_path / "outputs" / "dapo_32k_to_40k"
     stage1, stage2 = run_dir / "dapo_32k", run_dir / "dapo_40k"
-
-    job1, state, exit_code, output = submit(
-        local_slurm, tmp_path, launch_env(local_slurm, tmp_path, ray_root, FAKE_TRAINER_FAIL_AT="dapo_40k:3")
+    train = sample_mix / "train.parquet"
+    env = launch_env(
+        local_slurm,
+        tmp_path,
+        ray_root,
+        EVAL_DATA=str(sample_mix / "test.parquet"),
+        FAKE_TRAINER_STALL_AT="dapo_40k:3",
+        FAKE_TRAINER_STALL_MARKER=str(tmp_path / "stalled_once"),
+        STALL_FIRST_STEP_S="300",
+        STALL_MIN_S="10",
+        STALL_POLL_S="1",
+        DIAGNOSTICS_TIMEOUT_S="20",
     )
+    del env["OFFLINE_FILTER"]  # the wrapper's default for the 32k stage: stage 0 builds the filter
+    # The stages' length as the stand-in runs them: the watchdog leaves a run once its last step is logged.
+    overrides = (f"data.train_files={train}", f"trainer.total_training_steps={STEPS}")
+    job1, job2, job3 = submit_with_retries(local_slurm, tmp_path, env, 2, *overrides)
+
+    state, exit_code = local_slurm.wait_job(job1, timeout_s=1200)
+    output = (tmp_path / f"job-{job1}.out").read_text()
     assert (state, exit_code) == ("FAILED", "1:0"), output
-    assert_ray_lifecycle(local_slurm, output, job1, ray_root)
-    assert "WARNING: offline filter: NONE" in output
+    assert_ray_lifecycle(local_slurm, output, job1, None)  # its retry may have started Ray under ray_root already
     assert f"; bash {local_slurm.test_bash_version()}" in output  # the bash under test ran the job
-    # Stage 1 ran from scratch on the cluster, in the Ray actor verl's run_ppo started, with the wandb logger on.
+    # Stage 0: 8 graded generations of the first stage's model per training problem, on every GPU; problems
+    # 0, 3, 6, ... (10 of 28) always pass (the stand-in's verdicts) and leave the training data.
+    (filter_run,) = trainer_calls(run_dir / "offline_filter" / "run")
+    assert filter_run["config_name"] == "offline_filter" and filter_run["model"] == "Qwen/Qwen3-14B"
+    assert filter_run["overrides"]["data.val_files"] == str(train) and filter_run["generations"] == 28 * 8
+    assert filter_run["ray"]["GPU"] == 2 and filter_run["overrides"]["trainer.n_gpus_per_node"] == "2"
+    filtered = run_dir / "offline_filter" / "train_filtered.parquet"
+    all_ids = [row["problem_id"] for row in pq.read_table(train).column("extra_info").to_pylist()]
+    kept = [row["problem_id"] for row in pq.read_table(filtered).column("extra_info").to_pylist()]
+    assert kept == [problem for index, problem in enumerate(all_ids) if index % 3], "always-solved problems stayed"
+    assert "filter_by_pass_rate: kept 18 of 28 problems" in output
+    # Stage 1 ran from scratch on the filtered data, in the Ray actor verl's run_ppo started, with the wandb logger.
     (call1,) = trainer_calls(stage1 / "checkpoints")
     assert (
         call1["config_name"] == "dapo_32k"
         and call1["resumed_from"] == 0
         and call1["steps"] == list(range(1, STEPS + 1))
     )
+    assert call1["overrides"]["data.train_files"] == str(filtered)
     assert call1["ray"]["GPU"] == 2 and call1["ray"]["alive_nodes"] == 1
     assert call1["model"] == "Qwen/Qwen3-14B" and "actor_rollout_ref.model.path" not in call1["overrides"]
     assert call1["logger"] == ["console", "file", "wandb"]
+    assert "trainer.val_before_train" not in call1["overrides"]  # the first stage scores its base model
     # Its two best checkpoints by in-run score were merged and re-scored with eval_lcb_40k on every GPU; the
     # re-scoring's best (step 2) starts stage 2, not the in-run best (step 3).
     rescore = stage1 / "rescore"
@@ -157,7 +238,7 @@ def test_chain_resumes_failed_stage_two_and_skips_stage_one(local_slurm, tmp_pat
     for step, (call,) in rescored.items():
         assert call["config_name"] == "eval_lcb_40k" and call["model"] == str(rescore / f"global_step_{step}" / "model")
         assert call["overrides"]["trainer.nnodes"] == "1" and call["overrides"]["trainer.n_gpus_per_node"] == "2"
-        assert call["overrides"]["data.val_files"] == str(tmp_path / "lcb_test.parquet")
+        assert call["overrides"]["data.val_files"] == str(sample_mix / "test.parquet")
     assert rescored[RESCORED_BEST_STEP][0]["score"] > rescored[BEST_STEP][0]["score"]
     best1 = Path((stage1 / "best_model").read_text().strip())
     assert best1 == rescore / f"global_step_{RESCORED_BEST_STEP}" / "model"
@@ -167,30 +248,57 @@ def test_chain_resumes_failed_stage_two_and_skips_stage_one(local_slurm, tmp_pat
     selection = json.loads((rescore / "selection.json").read_text())
     assert selection["picked"]["step"] == RESCORED_BEST_STEP
     assert f"rescore: global_step_{RESCORED_BEST_STEP}: in-run 0.4500, re-scored 0.6000  <- picked" in output
-    # Stage 2 started from that model with the 40k config, then failed at step 3 (step 2 saved).
-    (call2,) = trainer_calls(stage2 / "checkpoints")
-    assert call2["config_name"] == "dapo_40k" and call2["model"] == str(best1)
-    assert call2["outcome"] == "failed at step 3" and call2["steps"] == [1, 2]
-    assert call2["overrides"]["trainer.nnodes"] == "1" and call2["overrides"]["actor_rollout_ref.rollout.nnodes"] == "1"
+    # Once the model is chosen, only the selected checkpoint keeps its optimizer shards.
+    assert optimizer_shards(stage1 / "checkpoints") == {step: step == RESCORED_BEST_STEP for step in (2, 3, 5, 6)}
+    # Stage 2 started from that model with the 40k config, without validating it again, then hung at step 3 (a
+    # killed stand-in leaves no record: its command line is in the job's output).
+    command2 = next(line for line in output.splitlines() if "--config-name dapo_40k " in line)
+    assert f"actor_rollout_ref.model.path={best1}" in command2 and "trainer.val_before_train=false" in command2
+    assert trainer_calls(stage2 / "checkpoints") == []
     assert (stage2 / "checkpoints" / "latest_checkpointed_iteration.txt").read_text() == "2"
     assert not (stage2 / "best_model").exists() and not (run_dir / "final_eval").exists()
-    assert "stage dapo_40k: trainer failed (exit 1); resubmit the same command" in output
-    # The wandb run id reached the process that logs (the Ray actor), not only the launcher's shell.
+    # The watchdog stopped it: no step 3 within max(STALL_MIN_S, 3 x the longest step) = 10 s, detected within
+    # its 1 s poll and run_watched's 0.5 s one.
+    stall = re.search(
+        r"ERROR: progress watchdog: no new step in (\S+) for (\d+)s \(last step 2\); the bound was (\d+)s = "
+        r"max\(STALL_MIN_S=10s, 3 x the longest of the last \d step\(s\), \d+s\)",
+        output,
+    )
+    assert stall, output
+    assert stall.group(1) == str(stage2 / "checkpoints" / "metrics.jsonl")
+    waited, bound = int(stall.group(2)), int(stall.group(3))
+    assert bound == 10 and bound <= waited <= bound + 3  # (whole seconds: 10.4 s waited prints as 10)
+    assert "stage dapo_40k: stopped by the progress watchdog" in output
+    diagnostics = run_dir / "logs" / str(job1) / "stall_dapo_40k"
+    # py-spy's stack of the hung actor names where it hangs; the log tails hold the stage's log
+    assert "stall_once" in (diagnostics / f"node_{local_slurm.node_name}.txt").read_text()
+    assert "fake_trainer: stalling at step 3" in (diagnostics / "log_tails.txt").read_text()
+    assert (diagnostics / "ray_status.txt").is_file()
     wandb_stage2 = (stage2 / "checkpoints" / "wandb_run_id").read_text().strip()
-    assert call2["wandb_run_id"] == wandb_stage2 and call2["wandb_resume"] == "allow"
-    assert call1["wandb_run_id"] != wandb_stage2
+    assert f"(wandb run {wandb_stage2})" in command2 and call1["wandb_run_id"] != wandb_stage2
 
-    job2, state, exit_code, output = submit(local_slurm, tmp_path, launch_env(local_slurm, tmp_path, ray_root))
+    # The first retry started because job 1 failed, and resumed the run.
+    state, exit_code = local_slurm.wait_job(job2, timeout_s=1200)
+    output = (tmp_path / f"job-{job2}.out").read_text()
     assert (state, exit_code) == ("COMPLETED", "0:0"), output
     assert_ray_lifecycle(local_slurm, output, job2, ray_root)
+    assert "offline filter: built earlier" in output and len(trainer_calls(run_dir / "offline_filter" / "run")) == 1
     assert f"stage dapo_32k: finished earlier, best model {best1}; skipping" in output
-    assert "stage dapo_40k: resuming from global_step_2" in output
+    assert "stage dapo_40k: resuming from global_step_2 (no validation before training)" in output
     assert len(trainer_calls(stage1 / "checkpoints")) == 1, "stage 1 ran again"
     resumed = trainer_calls(stage2 / "checkpoints")[-1]
     assert resumed["config_name"] == "dapo_40k" and resumed["resumed_from"] == 2
     assert resumed["steps"] == [3, 4, 5, 6] and resumed["outcome"] == "finished"
+    assert resumed["overrides"]["trainer.val_before_train"] == "false"
+    assert (
+        resumed["overrides"]["trainer.nnodes"] == "1"
+        and resumed["overrides"]["actor_rollout_ref.rollout.nnodes"] == "1"
+    )
+    # The wandb run id reached the process that logs (the Ray actor), not only the launcher's shell, and the retry
+    # continues the stalled job's run.
     assert resumed["wandb_run_id"] == wandb_stage2, "the resubmission started a new wandb run"
-    assert resumed["model"] == str(best1)
+    assert resumed["wandb_resume"] == "allow"
+    assert resumed["model"] == str(best1) and resumed["overrides"]["data.train_files"] == str(filtered)
     best2 = Path((stage2 / "best_model").read_text().strip())
     assert best2 == stage2 / "checkpoints" / "best_hf" / f"global_step_{BEST_STEP}"
     # The final evaluation: eval_lcb_80k with the best 40k model on every GPU of the job, its score in the log.
@@ -203,14 +311,20 @@ def test_chain_resumes_failed_stage_two_and_skips_stage_one(local_slurm, tmp_pat
     score = (run_dir / "final_eval" / "score").read_text().strip()
     assert score == f"val-core/livecodebench/acc/mean@1 = {evaluation['score']:.4f}"
     assert f"evaluation finished: {score}" in output and (run_dir / "final_eval" / "DONE").is_file()
+    # The second retry can no longer start (job 2 succeeded): Slurm cancelled it without running it.
+    state, _ = local_slurm.wait_job(job3)
+    assert (state, local_slurm.job_field(job3, "Reason")) == ("CANCELLED", "DependencyNeverSatisfied")
+    assert not (tmp_path / f"job-{job3}.out").exists()
     # A third submission finds the run complete and leaves before starting Ray.
     _, state, _, output = submit(local_slurm, tmp_path, launch_env(local_slurm, tmp_path, ray_root))
     assert state == "COMPLETED" and "is complete already: nothing to do" in output and "starting Ray" not in output
-    # Retention: the best-scoring checkpoints (the re-scored candidates in stage 1) and the newest KEEP_LAST survive.
+    # Retention: the best-scoring checkpoints (the re-scored candidates in stage 1) and the newest KEEP_LAST survive;
+    # of stage 2's, only the selected one keeps its optimizer shards.
     newest = {STEPS - k for k in range(KEEP_LAST)}
     for stage_dir, best in ((stage1, {BEST_STEP, RESCORED_BEST_STEP}), (stage2, {BEST_STEP})):
         steps = {int(p.name.removeprefix("global_step_")) for p in (stage_dir / "checkpoints").glob("global_step_*")}
         assert steps == newest | best, (stage_dir, steps)
+    assert optimizer_shards(stage2 / "checkpoints") == {step: step == BEST_STEP for step in newest | {BEST_STEP}}
 
 
 def test_a_layout_that_does_not_fit_the_allocation_is_rejected_before_ray_starts(local_slurm, tmp_path):
@@ -229,7 +343,7 @@ def test_a_layout_that_does_not_fit_the_allocation_is_rejected_before_ray_starts
         "trainer.nnodes=1 actor_rollout_ref.rollout.nnodes=1 trainer.n_gpus_per_node=1 "
         "actor_rollout_ref.rollout.n_gpus_per_node=1; or submit with sbatch --nodes=6 --gpus-per-node=8" in output
     )
-    assert "the configs do not fit this allocation" in output and "starting Ray" not in output
+    assert "the preflight failed" in output and "starting Ray" not in output
 
 
 def test_cancelled_job_stops_the_trainer_and_ray(local_slurm, tmp_path):
@@ -276,7 +390,7 @@ def test_two_node_job_joins_both_nodes_and_stops_ray_on_each(local_slurm, tmp_pa
     )
     assert (state, exit_code) == ("COMPLETED", "0:0"), output
     head, worker = local_slurm.node_names
-    assert f"sandbox isolation complete on every node ({head} {worker})" in output, output
+    assert f"node checks passed on every node ({head} {worker}): sandbox" in output, output
     assert re.search(rf"Ray cluster ready at \S+: 2 node\(s\) \({head} {worker}\), 4 GPU\(s\)", output), output
     (call,) = trainer_calls(tmp_path / "outputs" / "microcoder_4k" / "microcoder_4k" / "checkpoints")
     assert call["ray"]["GPU"] == 4 and call["ray"]["alive_nodes"] == 2
@@ -298,6 +412,7 @@ def test_a_node_whose_ray_cannot_start_fails_the_job_at_once_naming_it(local_slu
         "--time=15",
         f"--output={tmp_path}/job-%j.out",
         str(REPO / "launch" / "run_microcoder_4k.sh"),
+        "data.train_files=data/deepcoder_mix/train.parquet",  # required by microcoder_4k (the preflight checks it)
         env=env,
         cwd=tmp_path,
     )
@@ -305,37 +420,50 @@ def test_a_node_whose_ray_cannot_start_fails_the_job_at_once_naming_it(local_slu
     output = (tmp_path / f"job-{job_id}.out").read_text()
     head, worker = local_slurm.node_names
     assert state == "FAILED", output
-    assert f"ERROR: Ray on node {worker} exited while the cluster was starting; see " in output
+    assert f"ERROR: Ray on node {worker} exited while the cluster was starting; see " in output, output
     assert f"node {head}: Ray stopped" in output and "stage microcoder_4k" not in output
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left after the failed start"
 
 
-def test_a_node_whose_sandbox_is_incomplete_fails_the_job_before_ray_naming_it(local_slurm, tmp_path):
-    """The real probe on both nodes through srun; on the second one, as on a node that forbids namespaces."""
-    ray_root = local_slurm.root / "ray_sandbox"
+def test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_it(local_slurm, tmp_path):
+    """The real node checks on both nodes through srun: the bill of materials (every module and registry entry of the
+    job's configs, here the CPU mode's) and the grader's isolation probe. The second node is made incomplete twice:
+    a PYTHONPATH shim there hides TransferQueue, which verl's V1 trainer imports, and its probe runs as on a node that
+    forbids namespaces. The job fails before Ray starts, naming that node and both missing pieces."""
+    ray_root = local_slurm.root / "ray_node_checks"
     ray_root.mkdir()
+    worker_only = f'[[ "$SLURMD_NODENAME" == {local_slurm.node_names[1]} ]]'
+    shim = tmp_path / "shim" / "transfer_queue"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'transfer_queue'\")\n")
+    bom = tmp_path / "bom_like_a_node_without_transfer_queue.sh"
+    bom.write_text(
+        f"#!/usr/bin/env bash\n{worker_only} && export PYTHONPATH={shim.parent}\n"
+        f'exec python {REPO / "launch" / "bill_of_materials.py"} check "$@"\n'
+    )
     probe = tmp_path / "probe_like_a_node_without_namespaces.sh"
     probe.write_text(
-        "#!/usr/bin/env bash\n"
-        f'[[ "$SLURMD_NODENAME" == {local_slurm.node_names[1]} ]] && export NOUSCODER_SANDBOX_DISABLE=namespaces\n'
+        f"#!/usr/bin/env bash\n{worker_only} && export NOUSCODER_SANDBOX_DISABLE=namespaces\n"
         "exec python -m reward_fns.sandbox\n"
     )
-    env = launch_env(local_slurm, tmp_path, ray_root, SANDBOX_CHECK_CMD=f"bash {probe}")
-    job_id = local_slurm.sbatch(
-        "--nodes=2",
-        f"--gpus-per-node={local_slurm.gpus}",
-        "--time=15",
-        f"--output={tmp_path}/job-%j.out",
-        str(REPO / "launch" / "run_microcoder_4k.sh"),
-        env=env,
-        cwd=tmp_path,
+    env = launch_env(
+        local_slurm, tmp_path, ray_root, BOM_CHECK="1", BOM_CHECK_CMD=f"bash {bom}", SANDBOX_CHECK_CMD=f"bash {probe}"
     )
-    state, _ = local_slurm.wait_job(job_id)
-    output = (tmp_path / f"job-{job_id}.out").read_text()
+    job_id, state, _, output = local_slurm.run_job(
+        "--nodes=2", "--time=15", str(REPO / "launch" / "run_debug_cpu_chain.sh"), env=env, cwd=tmp_path
+    )
     head, worker = local_slurm.node_names
     assert state == "FAILED", output
     assert f"ERROR: sandbox isolation incomplete on node(s) {worker}: " in output, output
     assert f"{worker} (" in output and "[missing] network_namespace" in output, output
-    assert f"{head} (" not in output.split("sandbox isolation incomplete", 1)[1], output
-    assert "starting Ray" not in output and "stage microcoder_4k" not in output, output
+    assert f"bill of materials incomplete on node(s) {worker}: " in output, output
+    assert (
+        f"node {worker}: TransferQueue (transferqueue), needed by verl's V1 trainer (every config) in debug_cpu, debug_cpu_extended: "
+        "ModuleNotFoundError: No module named 'transfer_queue'" in output
+    ), output
+    failure = output.split("sandbox isolation incomplete", 1)[1]
+    assert f"{head} (" not in failure and f"node {head}:" not in failure, output
+    logs = tmp_path / "outputs" / "debug_cpu_chain" / "logs" / str(job_id)
+    assert f"bill_of_materials: node {head} has all" in (logs / f"bom_{head}.log").read_text()
+    assert "starting Ray" not in output and "stage debug_cpu" not in output, output
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left"

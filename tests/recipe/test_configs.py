@@ -46,11 +46,15 @@ TRAINING_CONFIGS = [
     "debug_64",
 ]
 EVAL_CONFIGS = ["eval_lcb_40k", "eval_lcb_80k", "eval_microcoder_8k"]
-ALL_CONFIGS = [*TRAINING_CONFIGS, *EVAL_CONFIGS]
+ALL_CONFIGS = [*TRAINING_CONFIGS, *EVAL_CONFIGS, "offline_filter"]
 # The values each config requires (`${required:...}`), as a user passes them.
 REQUIRED_OVERRIDES = {
     **{name: ["actor_rollout_ref.model.path=/models/best"] for name in EVAL_CONFIGS},
     "microcoder_4k": ["data.train_files=data/deepcoder_mix/train.parquet"],
+    "offline_filter": [
+        "actor_rollout_ref.model.path=Qwen/Qwen3-14B",
+        "data.val_files=data/deepcoder_mix/train.parquet",
+    ],
 }
 
 # NousCoder blog, Table 3 "Hyperparameters" (+ "Introduction": Qwen3-14B; "Iterative Context Extension":
@@ -226,7 +230,7 @@ def test_debug_64_is_dapo_32k_on_one_node() -> None:
     assert debug.nouscoder.online_filter.enable is False
 
 
-@pytest.mark.parametrize("name", [*TRAINING_CONFIGS, "eval_lcb_40k", "eval_lcb_80k", "eval_microcoder_8k"])
+@pytest.mark.parametrize("name", ALL_CONFIGS)
 def test_required_values_fail_loudly_when_missing(name: str) -> None:
     """A value the user must give raises, naming the key, instead of silently keeping a base value."""
     config = OmegaConf.create(_composed_yaml(name, with_required=False))
@@ -268,6 +272,20 @@ def test_evaluations_use_the_lcb_rule_and_one_stated_n(name: str, samples: int) 
     assert config.actor_rollout_ref.rollout.val_kwargs.n == samples
     assert (config.trainer.val_only, config.trainer.v1.trainer_mode) == (True, "sync")
     assert config.trainer.nnodes * config.trainer.n_gpus_per_node == 48  # every GPU of the allocation
+
+
+def test_offline_filter_samples_as_training_and_grades_as_training() -> None:
+    """Stage 0 (NousCoder "Additional Training Tricks"): G = 8 rollouts per problem with the training temperature and
+    top-p (Table 3: 1.0 / 1.0) and the training reward's comparison, validation only on every GPU."""
+    config, training = composed("offline_filter"), composed("dapo_32k")
+    val = config.actor_rollout_ref.rollout.val_kwargs
+    assert (val.n, val.temperature, val.top_p) == (training.actor_rollout_ref.rollout.n, 1.0, 1.0)
+    assert config.reward.custom_reward_function.reward_kwargs.compare_mode == "tolerant"
+    assert (config.trainer.val_only, config.trainer.v1.trainer_mode) == (True, "sync")
+    assert config.trainer.nnodes * config.trainer.n_gpus_per_node == 48
+    assert config.data.val_files == "data/deepcoder_mix/train.parquet"
+    assert config.nouscoder.validation.require_every_problem is False  # overlong training prompts are dropped anyway
+    assert config.actor_rollout_ref.rollout.max_model_len == config.data.max_prompt_length + 16_384
 
 
 def test_eval_lcb_40k_rescored_at_qwen3_context() -> None:

@@ -1,0 +1,276 @@
+"""Everything the stage chain checks and derives from its configs before Ray starts, each config composed once.
+
+    python launch/preflight.py --nodes 6 --gpus-per-node 8 --stages "dapo_32k dapo_40k" --config eval_lcb_40k \\
+        --config eval_lcb_80k --manifest LOG_DIR/bill_of_materials.json --output-root outputs --run-dir RUN_DIR \\
+        [--budget-gpu-hours 4608] [--offline-filter-config offline_filter] [hydra overrides...]
+
+- the GPU layout of every config against the allocation (`stage_layout.py`): derived for colocated configs, checked
+  for separate-async ones; a mismatch exits 2 naming the overrides that would fit;
+- the bill of materials of every config (`bill_of_materials.py`), written to --manifest for the node check;
+- the run plan (`run_plan.py`): with --budget-gpu-hours, each training stage's total_training_steps, save_freq and
+  test_freq for that budget on this allocation; without, the stages' configured lengths with their expected time;
+- the disk the run's retention needs against the free space of --output-root (`disk_plan.py`): exits 3 with both
+  numbers and the knobs when it does not fit.
+
+Prints what the chain reads, one `KIND<TAB>NAME<TAB>VALUE` line each: `overrides` (per config, appended to its
+command), `train_files` and `model` (of the first stage, for stage 0), `test_freq` and `steps` (per stage, for the
+progress watchdog), `expected_s` (per validation-only config, for the watchdog); the human-readable report goes to
+stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from bill_of_materials import bill_of_materials, merged
+from compose import compose_config
+from disk_plan import free_bytes, gb, generations_bytes, model_params, peak_bytes, stage_disk, used_bytes
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError
+from run_plan import (
+    CHECKPOINT_BYTES_PER_PARAM,
+    LCB_V6_PROBLEMS,
+    TRAIN_PROBLEMS,
+    evaluation_s,
+    plan,
+    replicas,
+    stage_cost,
+)
+from stage_layout import LayoutError, layout_overrides
+
+from recipe.nouscoder.required_values import check_required_values
+
+PLAN_KEYS = ("trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq")
+
+
+class PreflightError(Exception):
+    """What stops the job before Ray starts; `status` is the exit code (2: configs, 3: disk)."""
+
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def report(message: str) -> None:
+    print(f"preflight: {message}", file=sys.stderr)
+
+
+def emit(kind: str, name: str, value: object) -> None:
+    print(f"{kind}\t{name}\t{value}")
+
+
+def with_overrides(config: DictConfig, overrides: list[str]) -> DictConfig:
+    """`config` with simple `key=value` overrides applied (the layout's and the plan's integers)."""
+    config = config.copy()
+    for override in overrides:
+        key, _, value = override.partition("=")
+        OmegaConf.update(config, key, int(value) if value.lstrip("-").isdigit() else value, force_add=True)
+    return config
+
+
+def parquet_rows(path: str) -> int | None:
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except Exception:  # missing, unreadable, a list of files: the plan's stated count is used
+        return None
+
+
+def fit_layouts(composed: dict[str, DictConfig], nodes: int, gpus_per_node: int) -> dict[str, list[str]]:
+    """Each config's layout overrides for the allocation (stage_layout.py); every misfit named at once."""
+    layouts, errors = {}, []
+    for name, config in composed.items():
+        try:
+            layouts[name] = layout_overrides(config, name, nodes, gpus_per_node)
+        except LayoutError as misfit:
+            errors.append(f"ERROR: {misfit}")
+            continue
+        fits = " ".join(layouts[name]) or "the config layout fits"
+        report(f"{name} ({config.trainer.v1.trainer_mode}) on {nodes} x {gpus_per_node} GPUs: {fits}")
+    if errors:
+        raise PreflightError("\n".join(errors))
+    return layouts
+
+
+def budget_overrides(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: dict[str, str], rows: int):
+    """{stage: the plan's overrides} for --budget-gpu-hours (run_plan.py), or PreflightError naming what to change."""
+    stages = args.stages.split()
+    given = [key for key in PLAN_KEYS for item in args.overrides if item.lstrip("+").startswith(f"{key}=")]
+    if given:
+        raise PreflightError(f"BUDGET_GPU_HOURS plans {', '.join(PLAN_KEYS)}; the overrides set {given} too: drop one.")
+    separate = all(fitted[stage].trainer.v1.trainer_mode.endswith("separate_async") for stage in stages)
+    if not (rescore and args.eval_config and separate):
+        raise PreflightError(
+            "BUDGET_GPU_HOURS plans the NousCoder chain (separate-async stages, a re-scored stage, a final "
+            "evaluation); set trainer.total_training_steps instead."
+        )
+    try:
+        result = plan(
+            {stage: fitted[stage] for stage in stages},
+            rescore=fitted[next(iter(rescore.values()))],
+            final_eval=fitted[args.eval_config],
+            offline_filter=fitted[args.offline_filter_config] if args.offline_filter_config else None,
+            budget_gpu_hours=args.budget_gpu_hours,
+            rescore_candidates=args.rescore_top_k * len(rescore),
+            train_problems=rows,
+        )
+    except ValueError as too_small:
+        raise PreflightError(f"{too_small}: raise BUDGET_GPU_HOURS.") from None
+    planned = {
+        cost.name: [
+            f"trainer.total_training_steps={steps}",
+            f"trainer.save_freq={cost.save_freq}",
+            f"trainer.test_freq={cost.test_freq}",
+        ]
+        for cost, steps in zip(result.stages, result.steps, strict=True)
+    }
+    summary = "; ".join(
+        f"{c.name} {s} steps of ~{c.step_s / 60:.0f} min" for c, s in zip(result.stages, result.steps, strict=True)
+    )
+    report(f"run plan for BUDGET_GPU_HOURS={args.budget_gpu_hours:.0f} on {result.gpus} GPUs: {summary}")
+    return planned
+
+
+def report_durations(
+    args: argparse.Namespace, fitted: dict[str, DictConfig], others: list[str], rescore: dict[str, str], rows: int
+) -> None:
+    """The watchdog's facts per config, and the chain's expected duration (run_plan.py's assumptions)."""
+    stages = args.stages.split()
+    hours = 0.0
+    for name in stages:
+        config = fitted[name]
+        steps = int(config.trainer.get("total_training_steps") or 0)
+        if config.trainer.v1.trainer_mode.endswith("separate_async") and steps:
+            cost = stage_cost(name, config)
+            wall = cost.wall_s(steps, validate_first=name == stages[0])
+            hours += wall / 3600
+            report(
+                f"{name}: {steps} steps x ~{cost.step_s / 60:.0f} min, save every {config.trainer.save_freq}, "
+                f"validate every {config.trainer.test_freq}: ~{wall / 3600:.0f} h"
+            )
+        emit("test_freq", name, int(config.trainer.test_freq))
+        emit("steps", name, steps)
+    for name in others:
+        problems = rows if name == args.offline_filter_config else LCB_V6_PROBLEMS
+        seconds = evaluation_s(fitted[name], args.nodes * args.gpus_per_node, problems)
+        hours += seconds / 3600 * (args.rescore_top_k if name in rescore.values() else 1)
+        emit("expected_s", name, math.ceil(seconds))
+    if hours:
+        report(
+            f'the chain needs ~{hours:.0f} h of this allocation (Qwen3-14B on H100s, configs/README.md "Run plan"); '
+            'a job\'s time limit ends it earlier and the next submission resumes (launch/README.md, "How to resume")'
+        )
+
+
+def check_disk(
+    args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: dict[str, str], model: str, rows: int
+) -> None:
+    """The run's peak disk need (disk_plan.py) against the free space of OUTPUT_ROOT."""
+    stages = args.stages.split()
+    first = fitted[stages[0]]
+    if args.checkpoint_gb:  # one checkpoint of the first stage as saved: 12 B per parameter per replica
+        params = args.checkpoint_gb * 1e9 / (CHECKPOINT_BYTES_PER_PARAM * replicas(first))
+    else:
+        params = model_params(model)
+    if params is None:
+        report(
+            f"WARNING: disk: the size of {model} is unknown here (not a local model or in the Hugging Face cache): "
+            "the free space of OUTPUT_ROOT is not checked; set CHECKPOINT_GB to check it"
+        )
+        return
+    top_k = args.rescore_top_k
+    disks = [
+        stage_disk(name, fitted[name], params, args.keep_last, top_k if name in rescore else None) for name in stages
+    ]
+    extra = generations_bytes(fitted[args.offline_filter_config], rows) if args.offline_filter_config else 0.0
+    need, phase, kept = peak_bytes(disks, extra)
+    held, free = used_bytes(args.run_dir), free_bytes(args.output_root)
+    detail = f"{gb(kept)} kept from the earlier stages; " if kept else ""
+    detail += "; ".join(
+        f"{d.name}: {gb(d.checkpoint_bytes)} per checkpoint x ({args.keep_last} newest + {d.keep_best} best + 1 being written)"
+        for d in disks
+    )
+    if need > free + held:
+        raise PreflightError(
+            f"disk: this run needs ~{gb(need)} in OUTPUT_ROOT={args.output_root} at its peak ({phase}; {detail}), "
+            f"but that filesystem has {gb(free)} free (+{gb(held)} the run holds already). Set OUTPUT_ROOT to a "
+            "filesystem shared by all nodes with room (a project or scratch space, not a home directory with a quota), "
+            'or lower KEEP_LAST_CHECKPOINTS / RESCORE_TOP_K (launch/README.md, "Where logs and checkpoints go").',
+            status=3,
+        )
+    report(
+        f"disk: the run needs ~{gb(need)} at its peak ({phase}); OUTPUT_ROOT={args.output_root} has {gb(free)} free (+{gb(held)} held)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python launch/preflight.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, required=True, help="nodes of the Ray cluster (the job's NNODES)")
+    parser.add_argument("--gpus-per-node", type=int, required=True, help="GPUs per node (the job's GPUS_PER_NODE)")
+    parser.add_argument("--stages", required=True, help="the training stage configs in order (STAGES)")
+    parser.add_argument("--config", action="append", default=[], help="another config the job runs (repeatable)")
+    parser.add_argument("--rescore", action="append", default=[], help="STAGE=CONFIG: a re-scored stage (RESCORE)")
+    parser.add_argument("--rescore-top-k", type=int, default=3, help="candidates re-scored per re-scored stage")
+    parser.add_argument("--eval-config", default=None, help="the final evaluation's config (EVAL_CONFIG)")
+    parser.add_argument("--offline-filter-config", default=None, help="stage 0's config, when it builds the filter")
+    parser.add_argument("--manifest", type=Path, required=True, help="where to write the bill of materials (JSON)")
+    parser.add_argument("--budget-gpu-hours", type=float, default=None, help="plan the stages for this budget")
+    parser.add_argument("--output-root", type=Path, required=True, help="OUTPUT_ROOT, whose free space is checked")
+    parser.add_argument("--run-dir", type=Path, required=True, help="RUN_DIR, whose present size counts as free")
+    parser.add_argument("--keep-last", type=int, default=2, help="KEEP_LAST_CHECKPOINTS")
+    parser.add_argument(
+        "--checkpoint-gb",
+        type=float,
+        default=None,
+        help="size of one checkpoint of the first stage as saved (CHECKPOINT_GB); default: from the model's config",
+    )
+    parser.add_argument("--init-model", default=None, help="the first stage's model (INIT_MODEL)")
+    parser.add_argument("overrides", nargs="*", help="the hydra overrides every config runs with")
+    return parser
+
+
+def preflight(args: argparse.Namespace) -> None:
+    stages = args.stages.split()
+    rescore = dict(pair.split("=", 1) for pair in args.rescore)
+    others = [*args.config, *rescore.values(), *filter(None, [args.eval_config, args.offline_filter_config])]
+    names = list(dict.fromkeys([*stages, *others]))
+    composed = {name: compose_config(name, args.overrides) for name in names}
+    layouts = fit_layouts(composed, args.nodes, args.gpus_per_node)
+    fitted = {name: with_overrides(config, layouts[name]) for name, config in composed.items()}
+    for name in stages:
+        try:
+            check_required_values(fitted[name])
+        except InterpolationResolutionError as missing:
+            raise PreflightError(f"{name}: {missing}") from None
+    entries = merged({name: bill_of_materials(config) for name, config in fitted.items()})
+    args.manifest.write_text(json.dumps([entry.to_json() for entry in entries], indent=1))
+    report(f"bill of materials of {len(fitted)} config(s), {len(entries)} parts: {args.manifest}")
+    first = fitted[stages[0]]
+    train_files = str(first.data.train_files)
+    rows = parquet_rows(train_files) or TRAIN_PROBLEMS
+    planned = budget_overrides(args, fitted, rescore, rows) if args.budget_gpu_hours is not None else {}
+    fitted |= {name: with_overrides(fitted[name], overrides) for name, overrides in planned.items()}
+    report_durations(args, fitted, list(dict.fromkeys(others)), rescore, rows)
+    model = args.init_model or str(first.actor_rollout_ref.model.path)
+    check_disk(args, fitted, rescore, model, rows)
+    emit("train_files", stages[0], train_files)
+    emit("model", stages[0], model)
+    for name in names:
+        emit("overrides", name, " ".join([*layouts[name], *planned.get(name, [])]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        preflight(build_parser().parse_args(argv))
+    except PreflightError as stop:
+        for line in str(stop).splitlines():
+            report(line if line.startswith("ERROR") else f"ERROR: {line}")
+        sys.exit(stop.status)
+
+
+if __name__ == "__main__":
+    main()

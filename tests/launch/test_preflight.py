@@ -1,0 +1,83 @@
+"""launch/preflight.py in-process: what it prints for the chain (KIND<TAB>NAME<TAB>VALUE) and what it refuses.
+
+The Slurm jobs of test_slurm_chain.py run it for real (layout misfit, node checks); test_local_mode.py its disk check.
+~10 s (five configs composed).
+"""
+
+from __future__ import annotations
+
+import preflight
+import pytest
+import run_plan
+
+NOUSCODER = [
+    "--nodes",
+    "6",
+    "--gpus-per-node",
+    "8",
+    "--stages",
+    "dapo_32k dapo_40k",
+    "--rescore",
+    "dapo_32k=eval_lcb_40k",
+    "--eval-config",
+    "eval_lcb_80k",
+    "--offline-filter-config",
+    "offline_filter",
+]
+
+
+def lines(capsys) -> dict[tuple[str, str], str]:
+    return {
+        (kind, name): value for kind, name, value in (line.split("\t") for line in capsys.readouterr().out.splitlines())
+    }
+
+
+def test_a_budget_plans_each_stage_and_the_watchdog_gets_its_facts(tmp_path, capsys):
+    preflight.main(
+        [
+            *NOUSCODER,
+            "--manifest",
+            str(tmp_path / "bom.json"),
+            "--output-root",
+            str(tmp_path),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--budget-gpu-hours",
+            "3000",
+        ]
+    )
+    out = lines(capsys)
+    expected = run_plan.default_chain(3000)
+    for cost, steps in zip(expected.stages, expected.steps, strict=True):
+        assert out[("overrides", cost.name)] == (
+            f"trainer.total_training_steps={steps} trainer.save_freq={cost.save_freq} trainer.test_freq={cost.test_freq}"
+        )
+        assert (out[("steps", cost.name)], out[("test_freq", cost.name)]) == (str(steps), str(cost.test_freq))
+    assert out[("overrides", "eval_lcb_80k")] == "trainer.nnodes=6 trainer.n_gpus_per_node=8"
+    assert int(out[("expected_s", "offline_filter")]) == pytest.approx(expected.fixed_s["offline filter"], abs=1)
+    assert out[("model", "dapo_32k")] == "Qwen/Qwen3-14B"
+    assert out[("train_files", "dapo_32k")] == "data/deepcoder_mix/train.parquet"
+    assert (tmp_path / "bom.json").is_file()
+
+
+def test_a_budget_and_explicit_steps_together_are_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        preflight.main(
+            [
+                *NOUSCODER,
+                "--manifest",
+                str(tmp_path / "bom.json"),
+                "--output-root",
+                str(tmp_path),
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--budget-gpu-hours",
+                "3000",
+                "trainer.total_training_steps=9",
+            ]
+        )
+    assert exit_info.value.code == 2
+    assert (
+        "preflight: ERROR: BUDGET_GPU_HOURS plans trainer.total_training_steps, trainer.save_freq, trainer.test_freq; "
+        "the overrides set ['trainer.total_training_steps'] too: drop one." in capsys.readouterr().err
+    )
