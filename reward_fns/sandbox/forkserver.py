@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from reward_fns.sandbox import protocol
-from reward_fns.sandbox.isolation import DISABLE_ENV, RunLimits
+from reward_fns.sandbox.isolation import DISABLE_ENV, LOAD_STRETCH, RunLimits
 from reward_fns.sandbox.report import (
     MECHANISMS,
     IsolationReport,
@@ -61,6 +61,10 @@ class RunOutcome:
     stdout_bytes: int
     result_bytes: int
     leftover_processes: int
+    cpu_wait_s: float = 0.0
+    """Of ``wall_s``, the time the program's main thread waited for a CPU (the machine's load, not its work)."""
+    memory_held: str = ""
+    """What the run held when the server killed it past the memory limit (``server.MemoryHeld.describe``)."""
     setup_error: str = ""
 
 
@@ -126,8 +130,8 @@ class ForkServer:
     """Handle on one fork server process: start it, run a test on it, close it. Not thread-safe (one user)."""
 
     reply_margin_s: float = 30.0
-    """A server answers a test at most this long after its time limit (kill, reap, clean up), or is deemed hung
-    (``ServerDied``: the caller replaces it)."""
+    """A server answers a test at most this long after its time limit, stretched for load (``LOAD_STRETCH``), has
+    passed (kill, reap, clean up), or is deemed hung (``ServerDied``: the caller replaces it)."""
 
     def __init__(self, isolation_mode: str = "auto") -> None:
         self.isolation_mode = isolation_mode
@@ -181,7 +185,7 @@ class ForkServer:
         except OSError as exc:
             self.broken = True
             raise ServerDied(f"fork server is gone: {exc}{self._log_tail()}") from exc
-        reply, _ = self._receive(timeout_s + self.reply_margin_s)
+        reply, _ = self._receive(timeout_s * LOAD_STRETCH + self.reply_margin_s)
         if "server_error" in reply:
             raise ServerDied(f"fork server failed to run the test: {reply['server_error']}")
         setup_error = "" if reply["setup_ok"] else self.stderr_tail()
