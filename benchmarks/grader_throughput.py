@@ -7,7 +7,8 @@ Workloads (both graders in the same run, same stop-at-first-failure rule, same o
 * per-test overhead: one trivial program graded repeatedly on one warm server, sequentially, with full isolation,
   without the seccomp filter and without namespaces (``NOUSCODER_SANDBOX_DISABLE``), against a fresh ``python3``;
 * what the per-test mechanisms of the sandbox cost, each timed on its own code path: the nameless test files,
-  the program's source file, the scratch reset, one memory sample of a multi-process run, the streamed comparison;
+  the program's source file, a new scratch tmpfs (and the directory reset used without one), the program's
+  globals with LiveCodeBench's names, one memory sample of a multi-process run, the streamed comparison;
 * the bundled sample (``data_prep.sample``), when present: the pool grades every solution (verdicts checked
   against the expected ones); then both graders grade the stdin solutions whose verdict is accepted, wrong
   answer or runtime error (hostile, memory- or output-hungry programs have no business running without a
@@ -35,12 +36,13 @@ from tqdm import tqdm
 
 from data_prep.sample import load_problems, load_solutions
 from reward_fns.compare import stdout_matches
-from reward_fns.sandbox import GraderPool, probe_isolation
+from reward_fns.sandbox import GraderPool, harness, isolation, probe_isolation
 from reward_fns.sandbox.forkserver import ForkServer, RunFiles
 from reward_fns.sandbox.grading import compile_program, run_limits
 from reward_fns.sandbox.harness import write_source
 from reward_fns.sandbox.isolation import DISABLE_ENV
-from reward_fns.sandbox.server import reset_directory, run_memory
+from reward_fns.sandbox.scratch import reset_directory
+from reward_fns.sandbox.server import KernelBuffers, run_memory
 from reward_fns.types import GraderConfig, GradeResult, Problem, TestCase, Verdict
 
 
@@ -250,16 +252,24 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
             os.chdir("/")
             reset_directory(scratch, 0o1777, owner=None)
 
-        costs["source file written by the child + scratch reset by the server (tmpfs)"] = _microseconds(
+        costs["source file written by the child + scratch directory reset (without a scratch tmpfs)"] = _microseconds(
             source_and_reset, repeats
         )
     finally:
         os.chdir("/")
         os.rmdir(scratch)
+    renewal = scratch_renewal_us(repeats)
+    if renewal is not None:
+        costs["source file written by the child + a new scratch tmpfs (umount + mount, server)"] = renewal
+    harness._PRELUDE_NAMES.update(harness.lcb_prelude_names())
+    costs["program globals holding LiveCodeBench's prelude names (child)"] = _microseconds(
+        lambda: harness._program_module("solution"), repeats
+    )
     sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
     try:  # the benchmark's own process tree stands in for a run with several processes
-        costs["one memory sample of a run with 3 processes (server, every 50 ms)"] = _microseconds(
-            run_memory, max(1, repeats // 10)
+        buffers = KernelBuffers(count_namespace_sockets=False)
+        costs["one memory sample of a run with 3 processes, their pipes and sockets (server, every 50 ms)"] = (
+            _microseconds(lambda: run_memory(buffers), max(1, repeats // 10))
         )
     finally:
         for sleeper in sleepers:
@@ -273,6 +283,51 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
         lambda: stdout_matches(expected + "0", expected, GraderConfig()), repeats
     )
     return costs
+
+
+def scratch_renewal_us(repeats: int) -> float | None:
+    """CPU microseconds of what the server does between two runs with a scratch tmpfs (the child's ``solution.py``
+    included), timed in a child process in mount namespaces of its own; None where namespaces are not allowed."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        result = b""
+        try:
+            result = str(_renew_scratch_in_own_namespace(repeats)).encode()
+        except OSError as exc:
+            print(f"  (no scratch tmpfs timing: {exc})", file=sys.stderr)
+        finally:
+            os.write(write_end, result)
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        answer = reader.read()
+    os.waitpid(pid, 0)
+    return float(answer) if answer else None
+
+
+def _renew_scratch_in_own_namespace(repeats: int) -> float:
+    uid, gid = os.getuid(), os.getgid()
+    flags = isolation.CLONE_NEWNS | (0 if uid == 0 else isolation.CLONE_NEWUSER)
+    isolation.unshare(flags)
+    if uid != 0:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    isolation._mount(None, "/", None, 0x4000 | 0x40000)  # MS_REC | MS_PRIVATE: nothing propagates to the host
+    isolation._mount("tmpfs", isolation.SCRATCH_DIR, "tmpfs", 0x6, "size=1m")
+    os.mkdir(isolation.WORK_DIR, 0o700)
+
+    def renew() -> None:
+        os.chdir(isolation.WORK_DIR)
+        write_source(b"print(input())\n")
+        os.chdir("/")
+        isolation.renew_scratch()
+        os.mkdir(isolation.WORK_DIR, 0o700)
+
+    renew()
+    return _microseconds(renew, repeats)
 
 
 def report_overheads(repeats: int) -> None:

@@ -14,7 +14,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -31,6 +30,7 @@ from reward_fns.sandbox.report import (
     server_command,
     server_environment,
 )
+from reward_fns.sandbox.scratch import remove_tree
 
 logger = logging.getLogger(__name__)
 
@@ -256,7 +256,8 @@ class ForkServer:
             self.process.wait()
         self.discard_files()
         os.close(self.server_log)
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(self.work_dir)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -16,7 +16,7 @@ Two layers (threat model and per-mechanism table: ``reward_fns/README.md``):
   value (``randomize_pid_counter``), and a new network namespace when a run left sockets behind: nothing a
   program leaves, not even in kernel counters, reaches the next one.
 
-Python 3.11 has no ``os.unshare``/``os.setns``/``mount``, so these go through ``ctypes`` calls into libc.
+Python 3.11 has no ``os.unshare``/``mount``, so these go through ``ctypes`` calls into libc.
 """
 
 from __future__ import annotations
@@ -143,11 +143,6 @@ def randomize_pid_counter(counter_fd: int, pid_max: int) -> None:
 def unshare(flags: int) -> None:
     """``unshare(2)``: move the calling process into new namespaces (``CLONE_NEW*`` flags)."""
     _check(_libc.unshare(ctypes.c_int(flags)), f"unshare({flags:#x})")
-
-
-def setns(fd: int, nstype: int) -> None:
-    """``setns(2)``: join the namespace open at ``fd`` (for pid namespaces: the one of future children)."""
-    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), f"setns({nstype:#x})")
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:

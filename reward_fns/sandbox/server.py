@@ -46,6 +46,7 @@ import time
 from typing import Any, NamedTuple
 
 from reward_fns.sandbox import harness, isolation, protocol
+from reward_fns.sandbox.scratch import reset_directory
 
 PREIMPORTED_MODULES = (
     "array",
@@ -73,7 +74,6 @@ MEMORY_SAMPLE_S = 0.05
 """How often the server counts the memory a run holds (``run_memory``); less often when counting takes longer than a
 tenth of this (a run with thousands of descriptors), so that the server spends at most a tenth of a core on it."""
 _MB = 1 << 20
-_FS_IOC_SETFLAGS = 0x40086602
 
 
 class Server:
@@ -458,81 +458,6 @@ def scratch_directory(work_dir: str, report: dict[str, Any]) -> str:
     """The run's working directory: ``WORK_DIR`` in the scratch tmpfs of the minimal root, else
     ``<work_dir>/runs/run``."""
     return isolation.WORK_DIR if report["mount_namespace"] else os.path.join(work_dir, "runs", "run")
-
-
-def reset_directory(path: str, mode: int, owner: int | None) -> None:
-    """Empty ``path`` and reset its own metadata (owner, mode, times, extended attributes and ACLs, inode flags
-    such as ``chattr``'s NOATIME/NODUMP), so that nothing a run left -- not even in the directory's inode --
-    reaches the next run. Whatever the run left at ``path`` itself (a symbolic link, a file: possible only without
-    a mount namespace) is replaced by a directory; symbolic links are removed, never followed."""
-    if not _is_real_directory(path):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        os.mkdir(path, mode)
-    if owner is not None:
-        os.chown(path, owner, owner)
-    os.chmod(path, mode)
-    directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        remove_contents(directory)
-        with contextlib.suppress(OSError):  # a file system without inode flags
-            fcntl.ioctl(directory, _FS_IOC_SETFLAGS, bytes(4))
-    finally:
-        os.close(directory)
-    os.utime(path, ns=(0, 0))
-    for attribute in os.listxattr(path):
-        with contextlib.suppress(OSError):  # security.* labels are not ours to remove
-            os.removexattr(path, attribute)
-
-
-def _is_real_directory(path: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
-
-
-_OPEN_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def remove_contents(directory: int) -> None:
-    """Delete everything in the directory open at ``directory``, also what the program made unreadable (chmod 000
-    directories), however deep: iteratively, one descriptor at a time and names relative to it (no recursion, no
-    path length limit); symbolic links are removed, never followed. Nothing of the run is alive meanwhile, so
-    ``..`` leads back up the way down."""
-    current = os.dup(directory)
-    pending = [_remove_files(current)]  # per level: the subdirectories still to empty there
-    names: list[str] = []  # the path from ``directory`` down to ``current``
-    try:
-        while True:
-            if pending[-1]:
-                name = pending[-1].pop()
-                os.chmod(name, 0o700, dir_fd=current)  # a directory (listed without following links)
-                below = os.open(name, _OPEN_DIRECTORY, dir_fd=current)
-                os.close(current)
-                current = below
-                names.append(name)
-                pending.append(_remove_files(current))
-            elif names:
-                above = os.open("..", _OPEN_DIRECTORY, dir_fd=current)
-                os.close(current)
-                current = above
-                os.rmdir(names.pop(), dir_fd=current)
-                pending.pop()
-            else:
-                return
-    finally:
-        os.close(current)
-
-
-def _remove_files(directory: int) -> list[str]:
-    """Unlink every entry of ``directory`` but its subdirectories, whose names are returned."""
-    with os.scandir(directory) as entries:
-        listed = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
-    for name, is_directory in listed:
-        if not is_directory:
-            os.unlink(name, dir_fd=directory)
-    return [name for name, is_directory in listed if is_directory]
 
 
 CHILD_ENVIRONMENT = {
