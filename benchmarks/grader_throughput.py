@@ -21,6 +21,7 @@ first sandbox on a 2-core machine), whether the verdicts are identical, and the 
 from __future__ import annotations
 
 import argparse
+import builtins
 import concurrent.futures
 import os
 import random
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Iterable
 
 import psutil
@@ -261,8 +263,9 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
     renewal = scratch_renewal_us(repeats)
     if renewal is not None:
         costs["source file written by the child + a new scratch tmpfs (umount + mount, server)"] = renewal
-    harness._PRELUDE_NAMES.update(harness.lcb_prelude_names())
-    costs["program globals holding LiveCodeBench's prelude names (child)"] = _microseconds(
+    harness._program_builtins = types.ModuleType("builtins")
+    vars(harness._program_builtins).update(vars(builtins) | harness.lcb_prelude_names())
+    costs["program module whose builtins hold LiveCodeBench's prelude names (child)"] = _microseconds(
         lambda: harness._program_module("solution"), repeats
     )
     sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]

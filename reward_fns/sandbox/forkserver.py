@@ -166,9 +166,20 @@ class ForkServer:
             raise
 
     def run(
-        self, program: Program, test_input: str, mode: str, fn_name: str | None, limits: RunLimits, timeout_s: float
+        self,
+        program: Program,
+        test_input: str,
+        mode: str,
+        fn_name: str | None,
+        limits: RunLimits,
+        timeout_s: float,
+        new_completion: bool = True,
     ) -> RunOutcome:
-        """Run one test on fresh files (kept for ``read_*`` until the next run or ``discard_files``)."""
+        """Run one test on fresh files (kept for ``read_*`` until the next run or ``discard_files``).
+
+        ``new_completion``: the first test of a program (the server renews what could carry bits from the last
+        one); False for the following tests of the same program.
+        """
         self.discard_files()
         self.files = RunFiles(test_input)
         request = {
@@ -179,6 +190,7 @@ class ForkServer:
             "fn_name": fn_name,
             "timeout_s": timeout_s,
             "limits": limits._asdict(),
+            "new_completion": new_completion,
         }
         try:
             protocol.send(self.socket, request, self.files.fds)

@@ -97,7 +97,7 @@ def _run_tests(server: ForkServer, code: str, problem: Problem, config: GraderCo
                 f"total time budget of {config.total_time_budget_s} s spent before test {index}",
             )
         timeout = min(config.time_limit_s, remaining)
-        outcome = server.run(compiled, test.input, test.testtype, problem.fn_name, limits, timeout)
+        outcome = server.run(compiled, test.input, test.testtype, problem.fn_name, limits, timeout, index == 0)
         max_test_time = max(max_test_time, outcome.wall_s)
         waited_for_cpu += min(outcome.cpu_wait_s, timeout * (LOAD_STRETCH - 1))
         verdict, detail = _test_verdict(server, outcome, test, config, budget_limited=timeout < config.time_limit_s)

@@ -173,8 +173,9 @@ def prepare_fork_server(run_dir: str) -> None:
     sys.setrecursionlimit(LCB_RECURSION_LIMIT)
     _set_int_digits(4300)
     reopen_std_streams()
-    _PRELUDE_NAMES.clear()
-    _PRELUDE_NAMES.update(lcb_prelude_names())
+    global _program_builtins
+    _program_builtins = types.ModuleType("builtins", builtins.__doc__)
+    vars(_program_builtins).update(vars(builtins) | lcb_prelude_names())
 
 
 def lcb_prelude_names() -> dict[str, object]:
@@ -192,18 +193,18 @@ def lcb_prelude_names() -> dict[str, object]:
     return names
 
 
-_PRELUDE_NAMES: dict[str, object] = {}
-"""``lcb_prelude_names()``, computed once in the fork server (``prepare_fork_server``)."""
+_program_builtins: types.ModuleType = builtins
+"""The program's ``__builtins__``: a copy of the builtins module with the prelude's names added, made once in the fork
+server (``prepare_fork_server``). Names the program does not define resolve there, after its globals, as the
+prelude's globals would (a program's own definitions win); the names are not copied into each program's globals,
+which would write the reference count of ~700 objects and so copy their pages in every forked child. Only
+``globals()`` and ``del List`` tell the difference; ``import builtins`` is still the real module."""
 
 
 def _program_module(name: str) -> types.ModuleType:
-    """A fresh module ``name`` whose globals hold the prelude's names, registered in ``sys.modules``."""
+    """A fresh module ``name`` (registered in ``sys.modules``) whose names resolve through the program builtins."""
     module = types.ModuleType(name)
-    namespace = module.__dict__
-    dunders = dict(namespace)
-    namespace.update(_PRELUDE_NAMES)
-    namespace.update(dunders)
-    namespace["__builtins__"] = builtins
+    module.__dict__["__builtins__"] = _program_builtins
     sys.modules[name] = module
     return module
 

@@ -12,9 +12,9 @@ Two layers (threat model and per-mechanism table: ``reward_fns/README.md``):
   grader is root, rlimits, parent-death signal, no capabilities. The child is an ordinary process of the worker
   pid namespace (not its init: signals it sends itself act as on any machine); the server kills whatever is left
   of a run with ``kill(-1, SIGKILL)``, which reaches every process of that namespace but the server.
-* **between runs** (the server): a new scratch tmpfs (``renew_scratch``), the worker's pid counter set to a random
-  value (``randomize_pid_counter``), and a new network namespace when a run left sockets behind: nothing a
-  program leaves, not even in kernel counters, reaches the next one.
+* **between completions** (the server, before a program's first test): a new scratch tmpfs (``renew_scratch``),
+  the worker's pid counter set to a random value (``randomize_pid_counter``), and a new network namespace when a
+  run left sockets behind: nothing a program leaves, not even in kernel counters, reaches the next one.
 
 Python 3.11 has no ``os.unshare``/``mount``, so these go through ``ctypes`` calls into libc.
 """

@@ -7,15 +7,19 @@ Process tree of one worker (namespaces from ``isolation.enter_worker_namespaces`
                       └── test child (run-layer isolation, an ordinary process) ── its processes ...
 
 Per test the server receives the test's input and output files as open descriptors (``SCM_RIGHTS``; files the
-grader created without a name, so nothing the program does can make the grader open anything else), sets the pid
-counter to a random value, forks the child, waits for it with the wall-clock limit (``pidfd`` + ``poll``; the
-limit is extended by the time the program waited for a CPU, up to ``isolation.LOAD_STRETCH`` times), and every
-``MEMORY_SAMPLE_S`` counts what the run holds (``run_memory``). On timeout or past the memory limit it kills the
-run; when the program has exited it kills and reaps whatever of the run is left (``kill(-1, SIGKILL)`` from the
-pid namespace's init reaches every process of it at once; without a pid namespace: the process group, the
-subreaper's adopted orphans and, as root, every process of the run uid), then gives the next run a new scratch
-tmpfs (without a mount namespace: the scratch directory emptied and its metadata reset) and, if the run left
-sockets, a new network namespace.
+grader created without a name, so nothing the program does can make the grader open anything else), forks the
+child, waits for it with the wall-clock limit (``pidfd`` + ``poll``; the limit is extended by the time the program
+waited for a CPU, up to ``isolation.LOAD_STRETCH`` times), and every ``MEMORY_SAMPLE_S`` counts what the run holds
+(``run_memory``). On timeout or past the memory limit it kills the run; when the program has exited it kills and
+reaps whatever of the run is left (``kill(-1, SIGKILL)`` from the pid namespace's init reaches every process of it
+at once; without a pid namespace: the process group, the subreaper's adopted orphans and, as root, every process
+of the run uid), and empties the scratch (contents and the directory's own metadata and inode flags).
+
+Before the first test of each completion (``new_completion`` in the request) it also renews what a program could
+use to pass bits to the next completion: a new scratch tmpfs (its inode counter), the pid counter set to a random
+value, and a new network namespace if sockets are left (in flight, awaiting the kernel's garbage collector).
+Tests of one completion run the same program, which can gain nothing from its own traces; a tmpfs per test would
+cost an unmount per test, which waits for an RCU grace period (milliseconds on a loaded machine).
 
 Imports are kept lean on purpose: every module loaded here makes each per-test ``fork`` slower.
 
@@ -72,7 +76,9 @@ _HIGH_FD = 100
 _KILL_ROUNDS = 100
 MEMORY_SAMPLE_S = 0.05
 """How often the server counts the memory a run holds (``run_memory``); less often when counting takes longer than a
-tenth of this (a run with thousands of descriptors), so that the server spends at most a tenth of a core on it."""
+tenth of this (a run with thousands of descriptors), so that the server spends at most a tenth of a core on it, but
+at least every ``MEMORY_SAMPLE_MAX_S``."""
+MEMORY_SAMPLE_MAX_S = 1.0
 _MB = 1 << 20
 
 
@@ -98,7 +104,9 @@ class Server:
         self.process_baseline = _processes_already_counted(report)
         self.pid_counter = pid_counter
         self.buffers = KernelBuffers(report["network_namespace"], socket_bytes=3 * _default_send_buffer() // 2)
-        self.reset_scratch(renew=False)
+        self.ran = False
+        """A run happened since the server started: the next completion needs renewed state."""
+        self.reset_scratch()
 
     def serve(self) -> None:
         protocol.send(self.channel, {"ready": json.dumps(self.report)})
@@ -122,8 +130,9 @@ class Server:
         """Run one test; ``files`` are the test's stdin, stdout, stderr and functional-result files."""
         if len(files) != 4:
             raise ValueError(f"a run needs 4 files (stdin, stdout, stderr, result), got {len(files)}")
-        if self.pid_counter is not None:
-            isolation.randomize_pid_counter(*self.pid_counter)
+        if request.get("new_completion", True) and self.ran:
+            self._renew_for_a_new_completion()
+        self.ran = True
         ready_read, ready_write = os.pipe()
         started = time.monotonic()
         pid = self._fork_child(request, files, ready_write)
@@ -134,7 +143,6 @@ class Server:
         wall_s = time.monotonic() - started
         leftovers = self._end_run(pid)
         self.reset_scratch()  # what the run wrote is gone before the grader hears the result
-        self._leave_used_network()
         return {
             "setup_ok": setup_ok,
             "timed_out": waited.timed_out,
@@ -149,23 +157,28 @@ class Server:
             "leftover_processes": leftovers,
         }
 
-    def reset_scratch(self, renew: bool = True) -> None:
-        """The scratch as the first run found it, owned by the run's uid: with a mount namespace, a new scratch
-        tmpfs (sticky, world-writable) holding a new 0700 working directory; without, the working directory
-        emptied and its metadata reset (``reset_directory``)."""
+    def reset_scratch(self) -> None:
+        """The scratch as the first run found it, owned by the run's uid: with a mount namespace, the scratch
+        tmpfs's root (sticky, world-writable) emptied and a new 0700 working directory in it; without, the working
+        directory emptied; in both, the directory's own metadata reset (``scratch.reset_directory``)."""
         if self.report["mount_namespace"]:
-            if renew:
-                isolation.renew_scratch()
+            reset_directory(isolation.SCRATCH_DIR, 0o1777, owner=None)
             os.mkdir(self.run_dir, 0o700)
             if self.run_uid is not None:
                 os.chown(self.run_dir, self.run_uid, self.run_uid)
         else:
             reset_directory(self.run_dir, 0o700, owner=self.run_uid)
 
-    def _leave_used_network(self) -> None:
-        """A new network namespace when the run left sockets in this one (sockets in flight between sockets that
-        were all closed live on until the kernel's garbage collector frees them): their abstract names and their
-        memory must not reach the next run."""
+    def _renew_for_a_new_completion(self) -> None:
+        """Nothing of the last completion in kernel state the resets do not reach: a new scratch tmpfs (the empty
+        old one unmounted), a random pid counter, a new network namespace if the last one still holds sockets."""
+        if self.report["mount_namespace"]:
+            isolation.renew_scratch()
+            os.mkdir(self.run_dir, 0o700)
+            if self.run_uid is not None:
+                os.chown(self.run_dir, self.run_uid, self.run_uid)
+        if self.pid_counter is not None:
+            isolation.randomize_pid_counter(*self.pid_counter)
         if self.buffers.count_namespace_sockets and namespace_sockets():
             isolation.new_network_namespace()
 
@@ -199,7 +212,8 @@ class Server:
                 if memory.total > memory_limit:
                     memory_exceeded, held = True, memory.describe()
                     break
-                next_sample = time.monotonic() + max(MEMORY_SAMPLE_S, 10 * (time.monotonic() - now))
+                spent = time.monotonic() - now
+                next_sample = now + spent + min(MEMORY_SAMPLE_MAX_S, max(MEMORY_SAMPLE_S, 10 * spent))
         if timed_out or memory_exceeded or grader_fd in events:
             self._kill_run(pid)
         cpu_wait_s = self._cpu_wait_s(pid) if time.monotonic() - started > MEMORY_SAMPLE_S else 0.0
@@ -361,16 +375,25 @@ def run_memory(buffers: KernelBuffers) -> MemoryHeld:
 
 
 def _add_buffer_files(process: int, pipes: set[tuple[int, int]], sockets: set[tuple[int, int]]) -> None:
-    """Add the pipes (FIFOs too) and sockets open in ``process`` to the sets, as (device, inode)."""
+    """Add the pipes (FIFOs too) and sockets open in ``process`` to the sets, as (device, inode). The descriptors'
+    link texts name pipes and sockets; only a path (which could be a FIFO) costs a ``stat``."""
     directory = f"/proc/{process}/fd"
     with contextlib.suppress(OSError):
         for name in os.listdir(directory):
             with contextlib.suppress(OSError):
-                info = os.stat(f"{directory}/{name}")
-                if stat.S_ISFIFO(info.st_mode):
-                    pipes.add((info.st_dev, info.st_ino))
-                elif stat.S_ISSOCK(info.st_mode):
-                    sockets.add((info.st_dev, info.st_ino))
+                target = os.readlink(f"{directory}/{name}")
+                if target.startswith("pipe:["):
+                    pipes.add((0, int(target[6:-1])))
+                elif target.startswith("socket:["):
+                    sockets.add((0, int(target[8:-1])))
+                elif target.startswith("/") and not target.startswith(_NOT_FIFOS):
+                    info = os.stat(f"{directory}/{name}")
+                    if stat.S_ISFIFO(info.st_mode):
+                        pipes.add((info.st_dev, info.st_ino))
+
+
+_NOT_FIFOS = ("/memfd:", "/dev/", "/proc/", "/usr/", "/lib", "/etc/")
+"""Link texts of descriptors that cannot be FIFOs in the sandbox (the test's files, devices, the read-only root)."""
 
 
 def _default_send_buffer() -> int:
