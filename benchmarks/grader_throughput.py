@@ -180,8 +180,10 @@ def _server_cpu_s(server: ForkServer) -> float:
     return total
 
 
-def server_overhead_ms(repeats: int, disable: str = "") -> tuple[float, float]:
-    """(wall, CPU) ms per test of a trivial program on one warm server, ``disable``: mechanisms switched off.
+def server_overhead_ms(repeats: int, disable: str = "", new_completions: bool = False) -> tuple[float, float]:
+    """(wall, CPU) ms per test of a trivial program on one warm server, ``disable``: mechanisms switched off;
+    the tests of one completion, or (``new_completions``) each a completion of its own (the server renews its
+    scratch tmpfs, pid counter and, if sockets are left, network namespace before each).
 
     CPU is summed over every process involved (grader, server, child), which a loaded machine distorts much less
     than wall time.
@@ -202,7 +204,7 @@ def server_overhead_ms(repeats: int, disable: str = "") -> tuple[float, float]:
         server_process.run(code, "1\n", "stdin", None, limits, 10.0)
         wall, grader_cpu, server_cpu = time.perf_counter(), time.process_time(), _server_cpu_s(server_process)
         for _ in range(repeats):
-            server_process.run(code, "1\n", "stdin", None, limits, 10.0)
+            server_process.run(code, "1\n", "stdin", None, limits, 10.0, new_completion=new_completions)
             stdout_matches(server_process.stdout_chunks, "1", config)
         cpu = time.process_time() - grader_cpu + _server_cpu_s(server_process) - server_cpu
         return (time.perf_counter() - wall) / repeats * 1000, cpu / repeats * 1000
@@ -254,15 +256,13 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
             os.chdir("/")
             reset_directory(scratch, 0o1777, owner=None)
 
-        costs["source file written by the child + scratch directory reset (without a scratch tmpfs)"] = _microseconds(
+        costs["source file written by the child + scratch emptied and its metadata reset (server)"] = _microseconds(
             source_and_reset, repeats
         )
     finally:
         os.chdir("/")
         os.rmdir(scratch)
-    renewal = scratch_renewal_us(repeats)
-    if renewal is not None:
-        costs["source file written by the child + a new scratch tmpfs (umount + mount, server)"] = renewal
+    costs |= scratch_renewal_us(repeats)
     harness._program_builtins = types.ModuleType("builtins")
     vars(harness._program_builtins).update(vars(builtins) | harness.lcb_prelude_names())
     costs["program module whose builtins hold LiveCodeBench's prelude names (child)"] = _microseconds(
@@ -288,16 +288,18 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
     return costs
 
 
-def scratch_renewal_us(repeats: int) -> float | None:
-    """CPU microseconds of what the server does between two runs with a scratch tmpfs (the child's ``solution.py``
-    included), timed in a child process in mount namespaces of its own; None where namespaces are not allowed."""
+def scratch_renewal_us(repeats: int) -> dict[str, float]:
+    """Microseconds of the launcher's renewal of a scratch tmpfs before a completion, timed in a child process in
+    mount namespaces of its own: moving the old one out and mounting a new one (CPU: the server waits for it), and
+    unmounting the old one (CPU and wall: the launcher's background thread waits for an RCU grace period). Empty
+    where namespaces are not allowed."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
         result = b""
         try:
-            result = str(_renew_scratch_in_own_namespace(repeats)).encode()
+            result = repr(_renew_scratch_in_own_namespace(repeats)).encode()
         except OSError as exc:
             print(f"  (no scratch tmpfs timing: {exc})", file=sys.stderr)
         finally:
@@ -307,43 +309,52 @@ def scratch_renewal_us(repeats: int) -> float | None:
     with os.fdopen(read_end, "rb") as reader:
         answer = reader.read()
     os.waitpid(pid, 0)
-    return float(answer) if answer else None
+    return eval(answer) if answer else {}  # a dict literal written by our own child
 
 
-def _renew_scratch_in_own_namespace(repeats: int) -> float:
+def _renew_scratch_in_own_namespace(repeats: int) -> dict[str, float]:
     uid, gid = os.getuid(), os.getgid()
-    flags = isolation.CLONE_NEWNS | (0 if uid == 0 else isolation.CLONE_NEWUSER)
-    isolation.unshare(flags)
+    isolation.unshare(isolation.CLONE_NEWNS | (0 if uid == 0 else isolation.CLONE_NEWUSER))
     if uid != 0:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as handle:
                 handle.write(text)
     isolation._mount(None, "/", None, 0x4000 | 0x40000)  # MS_REC | MS_PRIVATE: nothing propagates to the host
-    isolation._mount("tmpfs", isolation.SCRATCH_DIR, "tmpfs", 0x6, "size=1m")
-    os.mkdir(isolation.WORK_DIR, 0o700)
-
-    def renew() -> None:
-        os.chdir(isolation.WORK_DIR)
-        write_source(b"print(input())\n")
-        os.chdir("/")
-        isolation.renew_scratch()
-        os.mkdir(isolation.WORK_DIR, 0o700)
-
-    renew()
-    return _microseconds(renew, repeats)
+    scratch, held = tempfile.mkdtemp(), tempfile.mkdtemp()
+    isolation.mount_scratch(scratch)
+    renew_cpu = unmount_cpu = unmount_wall = 0.0
+    for _ in range(repeats):
+        started = time.thread_time()
+        isolation.move_mount(scratch, held)
+        isolation.mount_scratch(scratch)
+        renew_cpu += time.thread_time() - started
+        started, wall = time.thread_time(), time.perf_counter()
+        isolation.detach_mount(held)
+        unmount_cpu += time.thread_time() - started
+        unmount_wall += time.perf_counter() - wall
+    return {
+        "a new scratch tmpfs before a completion: old one moved out, new one mounted (launcher; the server waits)": (
+            renew_cpu / repeats * 1e6
+        ),
+        "... the old one unmounted, CPU (launcher, after it answered)": unmount_cpu / repeats * 1e6,
+        "... the old one unmounted, wall: an RCU grace period (launcher, after it answered)": unmount_wall
+        / repeats
+        * 1e6,
+    }
 
 
 def report_overheads(repeats: int) -> None:
     print("per-test overhead of a trivial program (sequential, warm server; wall / CPU of every process involved):")
-    for label, disable in (
-        ("full isolation", ""),
-        ("without the seccomp filter", "seccomp"),
-        ("without namespaces (isolation=none)", "namespaces"),
+    for label, disable, new_completions in (
+        ("full isolation", "", False),
+        ("full isolation, each test a completion", "", True),
+        ("without the seccomp filter", "seccomp", False),
+        ("without namespaces (isolation=none)", "namespaces", False),
     ):
-        wall_ms, cpu_ms = server_overhead_ms(repeats, disable)
-        print(f"  {label:38s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
+        wall_ms, cpu_ms = server_overhead_ms(repeats, disable, new_completions)
+        print(f"  {label:40s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
     wall_ms, cpu_ms = python3_overhead_ms(max(5, repeats // 20))
-    print(f"  {'fresh python3 per test':38s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
+    print(f"  {'fresh python3 per test':40s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
     print("what each per-test mechanism costs (its own code path, timed alone; CPU time):")
     for label, microseconds in mechanism_costs_us(repeats).items():
         print(f"  {microseconds:8.1f} us  {label}")

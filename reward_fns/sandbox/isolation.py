@@ -12,9 +12,11 @@ Two layers (threat model and per-mechanism table: ``reward_fns/README.md``):
   grader is root, rlimits, parent-death signal, no capabilities. The child is an ordinary process of the worker
   pid namespace (not its init: signals it sends itself act as on any machine); the server kills whatever is left
   of a run with ``kill(-1, SIGKILL)``, which reaches every process of that namespace but the server.
-* **between completions** (the server, before a program's first test): a new scratch tmpfs (``renew_scratch``),
-  the worker's pid counter set to a random value (``randomize_pid_counter``), and a new network namespace when a
-  run left sockets behind: nothing a program leaves, not even in kernel counters, reaches the next one.
+* **between completions** (before a program's first test): a new scratch tmpfs (the launcher, outside the root,
+  moves the old one out with ``move_mount``, mounts a new one with ``mount_scratch``, answers, then unmounts the
+  old one), the worker's pid counter set to a random value (``randomize_pid_counter``), and a new network
+  namespace when a run left sockets behind: nothing a program leaves, not even in kernel counters, reaches the
+  next one.
 
 Python 3.11 has no ``os.unshare``/``mount``, so these go through ``ctypes`` calls into libc.
 """
@@ -29,7 +31,7 @@ import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 from reward_fns.sandbox import seccomp
-from reward_fns.sandbox.seccomp import CLONE_NEWNET, MNT_DETACH, SCRATCH_MOUNT_FLAGS
+from reward_fns.sandbox.seccomp import CLONE_NEWNET
 
 if TYPE_CHECKING:  # the fork server imports no more than it needs
     from collections.abc import Mapping
@@ -44,6 +46,7 @@ _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
 _MS_NOEXEC = 0x8
 _MS_BIND = 0x1000
+_MS_MOVE = 0x2000
 _MS_REC = 0x4000
 _MS_PRIVATE = 0x40000
 _AT_FDCWD = -100
@@ -71,6 +74,7 @@ SCRATCH_SIZE = "256m"
 SCRATCH_INODES = 16384
 """Files and directories the scratch tmpfs can hold (bounds the server's cleanup after a test)."""
 _SCRATCH_OPTIONS = f"size={SCRATCH_SIZE},nr_inodes={SCRATCH_INODES},mode=1777"
+_MNT_DETACH = 0x2
 LOAD_STRETCH = 3.0
 """A test's wall-clock limit is extended by the time its program spent waiting for a CPU (a saturated machine is
 not the program's fault), up to this multiple of the limit."""
@@ -120,12 +124,21 @@ def _check(result: int, what: str) -> None:
         raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
-def renew_scratch() -> None:
-    """Detach the scratch tmpfs from ``SCRATCH_DIR`` and mount a new, empty one there: contents, metadata, inode
-    flags and the inode counter of the last run are gone at once, however deep its directories went (the kernel
-    frees the old tmpfs, no walk here)."""
-    _check(_libc.umount2(SCRATCH_DIR.encode(), ctypes.c_int(MNT_DETACH)), f"umount {SCRATCH_DIR}")
-    _mount("tmpfs", SCRATCH_DIR, "tmpfs", SCRATCH_MOUNT_FLAGS, _SCRATCH_OPTIONS)
+def mount_scratch(target: str) -> None:
+    """Mount a new, empty scratch tmpfs (``SCRATCH_SIZE``, ``SCRATCH_INODES``, sticky and world-writable) on
+    ``target``: none of a previous one's contents, metadata, inode flags or inode counter."""
+    _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV, _SCRATCH_OPTIONS)
+
+
+def move_mount(source: str, target: str) -> None:
+    """Move the mount on ``source`` to ``target`` (``MS_MOVE``: no unmount, so no wait for an RCU grace period)."""
+    _mount(source, target, None, _MS_MOVE)
+
+
+def detach_mount(path: str) -> None:
+    """Unmount the topmost mount on ``path`` lazily (``MNT_DETACH``). The kernel waits for an RCU grace period
+    before it returns: microseconds on an idle machine, tens of milliseconds on a saturated one."""
+    _check(_libc.umount2(path.encode(), ctypes.c_int(_MNT_DETACH)), f"umount {path}")
 
 
 def new_network_namespace() -> None:
@@ -372,7 +385,7 @@ def setup_worker_filesystem(work_dir: str, interpreter_paths: list[str]) -> Work
         available["private_proc"], errors["private_proc"] = False, str(exc)
     try:
         _mount_setattr(new_root, recursive=True, attr_set=_MOUNT_ATTR_RDONLY)
-        _mount("tmpfs", new_root + SCRATCH_DIR, "tmpfs", SCRATCH_MOUNT_FLAGS, _SCRATCH_OPTIONS)
+        mount_scratch(new_root + SCRATCH_DIR)
         os.chroot(new_root)
         os.chdir("/")
     except OSError as exc:
@@ -390,7 +403,7 @@ def _open_pid_counter(mount_point: str) -> tuple[int, int]:
         with open(mount_point + "/sys/kernel/pid_max") as handle:
             pid_max = int(handle.read())
     finally:
-        _check(_libc.umount2(mount_point.encode(), ctypes.c_int(MNT_DETACH)), f"umount {mount_point}")
+        detach_mount(mount_point)
     return counter, pid_max
 
 

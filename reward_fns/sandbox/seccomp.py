@@ -25,10 +25,10 @@ It closes what namespaces and rlimits leave open (threat model: ``reward_fns/REA
   ``clone``, whose flags are checked;
 * another system-call ABI (i386 ``int 0x80``, x32) is refused as a whole.
 
-The only mount and namespace operations let through are the fork server's own, between runs, with exactly its
-arguments: ``mount`` with ``SCRATCH_MOUNT_FLAGS`` and ``umount2`` with ``MNT_DETACH`` (a new scratch tmpfs),
-``unshare(CLONE_NEWNET)`` (a new network namespace); a program calling them fails anyway, for want of the
-capability (it has none, in any user namespace, and cannot make one). ``setns`` is refused outright.
+The only namespace operation let through is the fork server's own, between completions, with exactly its
+argument: ``unshare(CLONE_NEWNET)`` (a new network namespace); a program calling it fails anyway, for want of the
+capability (it has none, in any user namespace, and cannot make one). ``setns`` is refused outright; mounts are
+renewed by the launcher, outside the filter.
 The program is classic BPF written here (``struct sock_filter``, ``linux/filter.h``), so no library is needed.
 """
 
@@ -52,9 +52,6 @@ _X32_SYSCALL_BIT = 0x40000000
 CLONE_NEWNET = 0x40000000
 _CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | CLONE_NEWNET
 """CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET."""
-SCRATCH_MOUNT_FLAGS = 0x2 | 0x4
-"""MS_NOSUID | MS_NODEV: the scratch tmpfs's mount flags, the only ``mount`` flags the filter lets through."""
-MNT_DETACH = 0x2
 _AF_UNIX, _SOCK_STREAM, _SOCK_TYPE_MASK = 1, 1, 0xF
 _F_SETPIPE_SZ = 1031
 _SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 7, 8, 32, 33
@@ -180,6 +177,8 @@ REFUSED: dict[str, int] = {
             "io_uring_register",
             "fanotify_init",
             "syslog",
+            "mount",
+            "umount2",
             "setns",
             "sendfile",
             "splice",
@@ -218,8 +217,6 @@ ARGUMENT_RULES: dict[str, tuple[ArgumentCheck, ...]] = {
     "fcntl": ((1, None, frozenset({_F_SETPIPE_SZ}), False, errno.EPERM),),
     "clone": ((0, _CLONE_NAMESPACE_FLAGS, frozenset({0}), True, errno.EPERM),),
     "unshare": ((0, None, frozenset({CLONE_NEWNET}), True, errno.EPERM),),
-    "mount": ((3, None, frozenset({SCRATCH_MOUNT_FLAGS}), True, errno.EPERM),),
-    "umount2": ((1, None, frozenset({MNT_DETACH}), True, errno.EPERM),),
 }
 """System calls allowed only with some arguments (every check must pass), in the order checked."""
 

@@ -2,7 +2,8 @@
 
 Process tree of one worker (namespaces from ``isolation.enter_worker_namespaces``)::
 
-    grader ── launcher (python -S -c ...server.main())                 outside: waits, forwards the exit status
+    grader ── launcher (python -S -c ...server.main())   outside the root: renews the scratch tmpfs on request, then
+                │                                      waits for the server and forwards its exit status
                 └── server  (init of the worker pid namespace, minimal read-only root, no network, non-dumpable)
                       └── test child (run-layer isolation, an ordinary process) ── its processes ...
 
@@ -18,8 +19,9 @@ of the run uid), and empties the scratch (contents and the directory's own metad
 Before the first test of each completion (``new_completion`` in the request) it also renews what a program could
 use to pass bits to the next completion: a new scratch tmpfs (its inode counter), the pid counter set to a random
 value, and a new network namespace if sockets are left (in flight, awaiting the kernel's garbage collector).
-Tests of one completion run the same program, which can gain nothing from its own traces; a tmpfs per test would
-cost an unmount per test, which waits for an RCU grace period (milliseconds on a loaded machine).
+Tests of one completion run the same program, which can gain nothing from its own traces. An unmount waits for an
+RCU grace period (milliseconds on a loaded machine), so the launcher renews the tmpfs: it moves the old one out of
+the root, mounts a new one, answers, and only then unmounts the old one (``_serve_scratch_renewals``).
 
 Imports are kept lean on purpose: every module loaded here makes each per-test ``fork`` slower.
 
@@ -71,6 +73,7 @@ PREIMPORTED_MODULES = (
 server forks slower)."""
 
 SETUP_OK = b"R"
+_RENEW, _RENEWED, _FAILED = b"n", b"k", b"e"
 _SETUP_FAILED_STATUS = 125
 _HIGH_FD = 100
 _KILL_ROUNDS = 100
@@ -92,6 +95,7 @@ class Server:
         report: dict[str, Any],
         run_uid: int | None,
         pid_counter: tuple[int, int] | None,
+        launcher: socket.socket | None,
     ) -> None:
         self.channel = channel
         self.report = report
@@ -103,6 +107,8 @@ class Server:
         self.user_namespace = report["pid_namespace"] and not report["running_as_root"]
         self.process_baseline = _processes_already_counted(report)
         self.pid_counter = pid_counter
+        self.launcher = launcher
+        """Asks the launcher for a new scratch tmpfs (``_serve_scratch_renewals``); None without a pid namespace."""
         self.buffers = KernelBuffers(report["network_namespace"], socket_bytes=3 * _default_send_buffer() // 2)
         self.ran = False
         """A run happened since the server started: the next completion needs renewed state."""
@@ -172,8 +178,10 @@ class Server:
     def _renew_for_a_new_completion(self) -> None:
         """Nothing of the last completion in kernel state the resets do not reach: a new scratch tmpfs (the empty
         old one unmounted), a random pid counter, a new network namespace if the last one still holds sockets."""
-        if self.report["mount_namespace"]:
-            isolation.renew_scratch()
+        if self.report["mount_namespace"] and self.launcher is not None:
+            self.launcher.sendall(_RENEW)
+            if self.launcher.recv(1) != _RENEWED:
+                raise OSError("the launcher could not mount a new scratch tmpfs")
             os.mkdir(self.run_dir, 0o700)
             if self.run_uid is not None:
                 os.chown(self.run_dir, self.run_uid, self.run_uid)
@@ -517,11 +525,24 @@ def _install_exit_builtins() -> None:
     builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
 
 
-def _enter_sandbox(work_dir: str, grader_fd: int | None) -> tuple[dict[str, Any], int | None, tuple[int, int] | None]:
+class Worker(NamedTuple):
+    """What ``_enter_sandbox`` gives the server."""
+
+    report: dict[str, Any]
+    """The fields of ``report.IsolationReport``."""
+    run_uid: int | None
+    """The dedicated uid of the test children (root), or None."""
+    pid_counter: tuple[int, int] | None
+    """Descriptor of the worker pid namespace's ``ns_last_pid`` and its ``pid_max``, or None."""
+    launcher: socket.socket | None
+    """The server's end of the channel to the launcher (``_serve_scratch_renewals``), or None."""
+
+
+def _enter_sandbox(work_dir: str, grader_fd: int | None) -> Worker:
     """Enter the worker namespaces, fork the server as init of the worker pid namespace, build its root.
 
-    Returns (report fields, dedicated run uid or None, the pid counter's descriptor and ``pid_max`` or None) in the
-    server; the launcher waits for the server and exits with its status.
+    Returns in the server; the launcher renews the server's scratch tmpfs on request until the server exits, then
+    exits with its status.
     """
     disabled = isolation.disabled_mechanisms()
     as_root = os.getuid() == 0 and "root" not in disabled
@@ -529,6 +550,7 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> tuple[dict[str, Any]
     if as_root:
         with open("/proc/self/uid_map") as uid_map:
             run_uid = isolation.dedicated_uid(os.getpid(), uid_map.read())
+    launcher, server_end = socket.socketpair()  # before the network namespace: none of the run's sockets
     available, errors = isolation.enter_worker_namespaces(disabled)
     if as_root and run_uid is None:
         errors["separate_identity"] = "this user namespace maps too few uids for a dedicated one"
@@ -537,9 +559,16 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> tuple[dict[str, Any]
         if pid != 0:
             if grader_fd is not None:
                 os.close(grader_fd)
+            server_end.close()
+            _serve_scratch_renewals(launcher, work_dir)
             _, status = os.waitpid(pid, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         isolation.set_parent_death_signal()
+        launcher.close()
+    else:
+        launcher.close()
+        server_end.close()
+        server_end = None
     pid_counter = None
     if available:
         filesystem = isolation.setup_worker_filesystem(work_dir, isolation.interpreter_paths())
@@ -547,7 +576,28 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> tuple[dict[str, Any]
         errors |= filesystem.errors
         if filesystem.pid_counter is not None:
             pid_counter = (filesystem.pid_counter, filesystem.pid_max)
-    return _report_fields(as_root, run_uid, available, errors, disabled), run_uid, pid_counter
+    return Worker(_report_fields(as_root, run_uid, available, errors, disabled), run_uid, pid_counter, server_end)
+
+
+def _serve_scratch_renewals(channel: socket.socket, work_dir: str) -> None:
+    """In the launcher, outside the sandbox's root but in its mount namespace, until the server closes the channel:
+    for each request, move the server's scratch tmpfs out of the root, mount a new one in its place, answer, and only
+    then unmount the old one (an unmount waits for an RCU grace period: the server, busy with the completion's tests,
+    does not). The launcher cannot use a thread for it: a process that made a pid namespace for its children may
+    not start threads."""
+    scratch = os.path.join(work_dir, "root") + isolation.SCRATCH_DIR
+    held = os.path.join(work_dir, "old-scratch")
+    os.mkdir(held, 0o700)
+    while channel.recv(1) == _RENEW:
+        try:
+            isolation.move_mount(scratch, held)
+            isolation.mount_scratch(scratch)
+        except OSError:
+            channel.sendall(_FAILED)
+            continue
+        channel.sendall(_RENEWED)
+        with contextlib.suppress(OSError):
+            isolation.detach_mount(held)
 
 
 def _report_fields(
@@ -608,7 +658,8 @@ def main(argv: list[str] | None = None) -> None:
     _install_exit_builtins()
     for name in PREIMPORTED_MODULES:
         __import__(name)
-    report, run_uid, pid_counter = _enter_sandbox(arguments["work_dir"], arguments["fd"])
+    worker = _enter_sandbox(arguments["work_dir"], arguments["fd"])
+    report = worker.report
     if arguments["probe"]:
         print(json.dumps(report), flush=True)
         return
@@ -617,4 +668,4 @@ def main(argv: list[str] | None = None) -> None:
     harness.prepare_fork_server(run_dir)
     gc.freeze()
     channel = socket.socket(fileno=arguments["fd"])
-    Server(channel, arguments["work_dir"], report, run_uid, pid_counter).serve()
+    Server(channel, arguments["work_dir"], report, worker.run_uid, worker.pid_counter, worker.launcher).serve()
