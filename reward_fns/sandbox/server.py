@@ -554,6 +554,7 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> Worker:
     available, errors = isolation.enter_worker_namespaces(disabled)
     if as_root and run_uid is None:
         errors["separate_identity"] = "this user namespace maps too few uids for a dedicated one"
+    to_launcher: socket.socket | None = None
     if available.get("pid_namespace"):
         pid = os.fork()
         if pid != 0:
@@ -564,11 +565,10 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> Worker:
             _, status = os.waitpid(pid, 0)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         isolation.set_parent_death_signal()
-        launcher.close()
+        to_launcher = server_end
     else:
-        launcher.close()
         server_end.close()
-        server_end = None
+    launcher.close()
     pid_counter = None
     if available:
         filesystem = isolation.setup_worker_filesystem(work_dir, isolation.interpreter_paths())
@@ -576,7 +576,7 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> Worker:
         errors |= filesystem.errors
         if filesystem.pid_counter is not None:
             pid_counter = (filesystem.pid_counter, filesystem.pid_max)
-    return Worker(_report_fields(as_root, run_uid, available, errors, disabled), run_uid, pid_counter, server_end)
+    return Worker(_report_fields(as_root, run_uid, available, errors, disabled), run_uid, pid_counter, to_launcher)
 
 
 def _serve_scratch_renewals(channel: socket.socket, work_dir: str) -> None:
