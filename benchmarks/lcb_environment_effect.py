@@ -1,11 +1,12 @@
 """How many verdicts LiveCodeBench's execution environment changes, against a bare interpreter.
 
 The grader runs every program after LiveCodeBench's prelude (``reward_fns.sandbox.harness.LCB_PRELUDE_MODULES``:
-``List``, ``deque``, ``gcd``, ... in the module globals, recursion limit 50,000). The bare environment is emulated in
-the same grader by a first line that deletes every prelude name and restores CPython's default recursion limit
-(1,000), so both columns come from one sandbox. Completions graded:
+``List``, ``deque``, ``gcd``, ... resolve in every program, recursion limit 50,000). The bare environment is emulated
+in the same grader (``bare``: the program executed in globals with the real builtins, CPython's default recursion
+limit of 1,000), so both columns come from one sandbox. Completions graded:
 
-* the bundled sample's solutions with code (``data_prep.sample``), functional and stdin;
+* the bundled sample's solutions that run (``data_prep.sample``; not the too-slow or syntax-error ones), functional
+  and stdin;
 * starter-code copies: each functional problem's reference with its ``def`` line replaced by the problem's starter
   code line (``def f(self, nums: List[int]) -> int:``) and its own ``typing`` imports removed, as a model that
   copies the prompt's starter code writes it.
@@ -25,12 +26,20 @@ from data_prep.sample import load_problems, load_solutions
 from reward_fns.sandbox import GraderPool
 from reward_fns.types import GraderConfig, Problem
 
-BARE = (
-    "for _name in [_name for _name in globals() if not _name.startswith('__')]:\n"
-    "    del globals()[_name]\n"
-    "__import__('sys').setrecursionlimit(1000)\n"
-)
-"""First lines that turn LiveCodeBench's environment back into a bare interpreter's."""
+
+def bare(code: str) -> str:
+    """``code`` run as a bare interpreter runs it: in fresh globals whose builtins are the real ones (the grader puts
+    the prelude's names in the program's builtins), after CPython's default recursion limit is restored; what it
+    defines is copied back into the module, where the harness looks for ``Solution`` or the function."""
+    return (
+        "import builtins as _builtins, sys as _sys\n"
+        "_sys.setrecursionlimit(1000)\n"
+        "_namespace = {'__name__': __name__, '__builtins__': _builtins}\n"
+        f"exec(compile({code!r}, 'solution.py', 'exec'), _namespace)\n"
+        "globals().update({name: value for name, value in _namespace.items() if not name.startswith('__')})\n"
+    )
+
+
 _TYPING_IMPORT = re.compile(r"^from typing import .*\n", re.MULTILINE)
 
 
@@ -55,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     parsed = {problem_id: Problem.from_ground_truth(sample.ground_truth) for problem_id, sample in problems.items()}
     groups: dict[str, list[tuple[str, str, Problem]]] = {"sample, functional": [], "sample, stdin": []}
     for solution in load_solutions():
-        if solution.code is not None and solution.kind != "time_limit":
+        if solution.code is not None and solution.kind not in ("time_limit", "compile_error"):
             problem = parsed[solution.problem_id]
             group = "sample, functional" if problem.is_functional else "sample, stdin"
             groups[group].append((f"{solution.problem_id}/{solution.name}", solution.code, problem))
@@ -69,10 +78,10 @@ def main(argv: list[str] | None = None) -> None:
     with GraderPool(workers=args.workers, config=GraderConfig(time_limit_s=args.time_limit_s)) as pool:
         for group, entries in groups.items():
             judge = pool.grade_many((code, problem) for _, code, problem in entries)
-            bare = pool.grade_many((BARE + code, problem) for _, code, problem in entries)
+            bare_results = pool.grade_many((bare(code), problem) for _, code, problem in entries)
             changes = [
                 (name, str(before.verdict), str(after.verdict))
-                for (name, _, _), before, after in zip(entries, bare, judge, strict=True)
+                for (name, _, _), before, after in zip(entries, bare_results, judge, strict=True)
                 if before.verdict != after.verdict
             ]
             summary = Counter(f"{before} -> {after}" for _, before, after in changes)
