@@ -169,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     worst = 0.0
     for name in args.case or CASES:
         stage, builder = CASES[name]
-        rows = measure(builder, start, stop, args.deadline_s)
+        try:
+            rows = measure(builder, start, stop, args.deadline_s)
+        except Exception as exc:  # a grader that raises on hostile output (the point of some cases)
+            print(f"{stage:11s} {name:42s} raised {type(exc).__name__}: {str(exc)[:60]}", flush=True)
+            continue
         timings = "  ".join(f"{size / MB:g}: {seconds:.3f}" for size, seconds in rows)
         growth = float("nan")
         if len(rows) >= 2:
