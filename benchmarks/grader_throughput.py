@@ -90,11 +90,20 @@ def grade_with_pool(
     return results, time.perf_counter() - started
 
 
+LCB_PRELUDE_LINES = (
+    "".join(f"from {name} import *\n" for name in harness.LCB_PRELUDE_MODULES)
+    + "".join(f"import {name}\n" for name in harness.LCB_PRELUDE_MODULES if name not in ("builtins", "typing"))
+    + f"sys.setrecursionlimit({harness.LCB_RECURSION_LIMIT})\n"
+)
+"""LiveCodeBench's prelude as the lines its judge prepends: the baseline gives programs the sandbox's environment."""
+
+
 def baseline_grade(code: str, problem: Problem, config: GraderConfig) -> GradeResult:
-    """One fresh interpreter per test (what most public graders do), stop at the first failure, no isolation."""
+    """One fresh interpreter per test (what most public graders do), stop at the first failure, no isolation; the
+    program after LiveCodeBench's prelude, as in the sandbox."""
     started = time.perf_counter()
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
-        handle.write(code)
+        handle.write(LCB_PRELUDE_LINES + code)
     try:
         for index, test in enumerate(problem.tests):
             try:
