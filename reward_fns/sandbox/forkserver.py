@@ -44,6 +44,8 @@ class Program(NamedTuple):
 
     code: bytes
     source: bytes
+    lazy_prelude: bool = False
+    """It names something of ``harness.LAZY_PRELUDE_MODULES``: its child completes the prelude first."""
 
 
 @dataclass(slots=True)
@@ -190,6 +192,7 @@ class ForkServer:
             "fn_name": fn_name,
             "timeout_s": timeout_s,
             "limits": limits._asdict(),
+            "lazy_prelude": program.lazy_prelude,
             "new_completion": new_completion,
         }
         try:

@@ -29,6 +29,7 @@ public tests only (``recipe/nouscoder/multi_turn``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import marshal
 import signal
@@ -36,7 +37,7 @@ import time
 
 from reward_fns import compare
 from reward_fns.sandbox.forkserver import ForkServer, Program, RunOutcome
-from reward_fns.sandbox.harness import SOURCE_FILE
+from reward_fns.sandbox.harness import SOURCE_FILE, lazy_prelude_names, needs_lazy_prelude
 from reward_fns.sandbox.isolation import LOAD_STRETCH, RunLimits
 from reward_fns.types import GraderConfig, GradeResult, Problem, TestCase, Verdict
 
@@ -49,13 +50,19 @@ _MB = 1 << 20
 
 
 def compile_program(code: str) -> Program | str:
-    """The program a fork server runs (marshalled code object and source), or the compile error message (the
-    syntax check happens here)."""
+    """The program a fork server runs (marshalled code object, source, whether it needs the lazy part of the
+    prelude), or the compile error message (the syntax check happens here)."""
     try:
         compiled = compile(code, SOURCE_FILE, "exec", dont_inherit=True)
-        return Program(marshal.dumps(compiled), code.encode("utf-8", errors="surrogatepass"))
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
         return f"{type(exc).__name__}: {exc}"
+    source = code.encode("utf-8", errors="surrogatepass")
+    return Program(marshal.dumps(compiled), source, needs_lazy_prelude(compiled, _lazy_prelude_names()))
+
+
+@functools.cache
+def _lazy_prelude_names() -> frozenset[str]:
+    return lazy_prelude_names()
 
 
 def run_limits(config: GraderConfig, processes: int) -> RunLimits:

@@ -73,6 +73,10 @@ these modules in this order, then imports each of them but ``builtins`` and ``ty
 builtins."""
 _LCB_PRELUDE_UNNAMED = frozenset({"builtins", "typing"})
 LCB_RECURSION_LIMIT = 50_000
+LAZY_PRELUDE_MODULES = frozenset({"datetime", "statistics"})
+"""Prelude modules the fork server does not import (with ``decimal`` and ``fractions`` they would add 15 mappings to
+copy at every fork, ~75 us a test): a child imports them, and completes its prelude, when its program names one of
+the names they give it (``needs_lazy_prelude``; rare: ``mean``, ``date``, ``timedelta``, ...)."""
 
 # References captured at import (in the fork server, long before any program runs).
 _type, _int, _float, _str, _bool, _list, _tuple, _dict = type, int, float, str, bool, list, tuple, dict
@@ -175,15 +179,21 @@ def prepare_fork_server(run_dir: str) -> None:
     reopen_std_streams()
     global _program_builtins
     _program_builtins = types.ModuleType("builtins", builtins.__doc__)
-    vars(_program_builtins).update(vars(builtins) | lcb_prelude_names())
+    vars(_program_builtins).update(vars(builtins) | lcb_prelude_names(without=LAZY_PRELUDE_MODULES))
 
 
-def lcb_prelude_names() -> dict[str, object]:
-    """The globals LiveCodeBench's prelude leaves (``LCB_PRELUDE_MODULES``): ``from M import *`` takes ``M.__all__``,
-    or every name of ``M`` not starting with ``_``. Built after ``reopen_std_streams``: ``stdin``/``stdout`` (from
-    ``sys``) are the streams every program gets."""
+def complete_the_prelude() -> None:
+    """In a child whose program needs them: the names of ``LAZY_PRELUDE_MODULES`` too (the whole prelude again, in
+    its order, so that whatever a later module overrides stays overridden)."""
+    vars(_program_builtins).update(lcb_prelude_names())
+
+
+def lcb_prelude_names(without: frozenset[str] = frozenset()) -> dict[str, object]:
+    """The globals LiveCodeBench's prelude leaves (``LCB_PRELUDE_MODULES``, but those in ``without``): ``from M import
+    *`` takes ``M.__all__``, or every name of ``M`` not starting with ``_``. Built after ``reopen_std_streams``:
+    ``stdin``/``stdout`` (from ``sys``) are the streams every program gets."""
     names: dict[str, object] = {}
-    modules = [__import__(name) for name in LCB_PRELUDE_MODULES]
+    modules = [__import__(name) for name in LCB_PRELUDE_MODULES if name not in without]
     for module in modules:
         public = getattr(module, "__all__", None)
         if public is None:
@@ -199,6 +209,25 @@ server (``prepare_fork_server``). Names the program does not define resolve ther
 prelude's globals would (a program's own definitions win); the names are not copied into each program's globals,
 which would write the reference count of ~700 objects and so copy their pages in every forked child. Only
 ``globals()`` and ``del List`` tell the difference; ``import builtins`` is still the real module."""
+
+
+def lazy_prelude_names() -> frozenset[str]:
+    """Names the prelude binds to an object from ``LAZY_PRELUDE_MODULES`` (computed by the grader, which may import
+    anything)."""
+    full, lean = lcb_prelude_names(), lcb_prelude_names(without=LAZY_PRELUDE_MODULES)
+    return frozenset(name for name, value in full.items() if lean.get(name, full) is not value)
+
+
+def needs_lazy_prelude(code: types.CodeType, lazy_names: frozenset[str]) -> bool:
+    """Whether ``code`` (or a function or class body in it) names one of ``lazy_names`` (``co_names``: globals and
+    attributes alike, so a few programs load the lazy modules for nothing, none misses them)."""
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        if not lazy_names.isdisjoint(current.co_names):
+            return True
+        pending += [constant for constant in current.co_consts if isinstance(constant, types.CodeType)]
+    return False
 
 
 def _program_module(name: str) -> types.ModuleType:

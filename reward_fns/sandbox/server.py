@@ -283,6 +283,8 @@ class Server:
             isolation.isolate_child(self.run_uid, self.run_dir, limits, self.user_namespace)
             isolation.set_dumpable(True)
             harness.reset_interpreter_state()
+            if request.get("lazy_prelude"):
+                harness.complete_the_prelude()
             harness.write_source(request["source"])
             code = marshal.loads(request["code"])
             os.write(4, SETUP_OK)

@@ -63,6 +63,14 @@ STDIN_PROGRAMS = {
         "print(depth(n), getrecursionlimit(), gcd(n, 10), floor(sqrt(n)), __name__)\n",
         [("10000", "10000 50000 10 100 __main__")],
     ),
+    "names of the modules the server leaves to the child (statistics, datetime)": (
+        "print(mean([1, 2, 6]), median([3, 1, 2]), (date(2024, 3, 1) - timedelta(days=1)).day, datetime.__name__)\n",
+        [("", "3 2 29 datetime")],
+    ),
+    "a program without them does not load them": (
+        "import sys\nprint(sorted(name for name in ('statistics', 'datetime', 'decimal') if name in sys.modules))\n",
+        [("", "[]")],
+    ),
     "the program's own names win": (
         "def gcd(a, b):\n    return -1\nprint(gcd(4, 6), random.randint(1, 1), copy.copy([1]))\n",
         [("", "-1 1 [1]")],
