@@ -5,8 +5,10 @@ PYTHON ?= python3
 # The grader's sandbox mounts its own scratch tmpfs on /tmp, so an interpreter installed under /tmp cannot be seen
 # inside it (strict isolation refuses to start, reward_fns/README.md): a checkout under /tmp keeps its environment in
 # ~/.cache/nouscoder-verl/ instead of .venv.
+# (Its name is the checkout's path with / and spaces replaced: make splits words on spaces.)
 DEFAULT_VENV := .venv
-VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/venv$(subst /,-,$(CURDIR)),$(DEFAULT_VENV))
+space := $(subst ,, )
+VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/venv$(subst /,-,$(subst $(space),_,$(CURDIR))),$(DEFAULT_VENV))
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 # Debian packages the tests use: slurm + munge (launch tests), shellcheck (shell lint).

@@ -7,7 +7,8 @@ Workloads (both graders in the same run, same stop-at-first-failure rule, same o
 * per-test overhead: one trivial program graded repeatedly on one warm server, sequentially, with full isolation,
   without the seccomp filter and without namespaces (``NOUSCODER_SANDBOX_DISABLE``), against a fresh ``python3``;
 * what the per-test mechanisms of the sandbox cost, each timed on its own code path: the nameless test files,
-  the program's source file, the scratch reset, one memory sample of a multi-process run, the streamed comparison;
+  the program's source file, a new scratch tmpfs (and the directory reset used without one), the program's
+  globals with LiveCodeBench's names, one memory sample of a multi-process run, the streamed comparison;
 * the bundled sample (``data_prep.sample``), when present: the pool grades every solution (verdicts checked
   against the expected ones); then both graders grade the stdin solutions whose verdict is accepted, wrong
   answer or runtime error (hostile, memory- or output-hungry programs have no business running without a
@@ -20,6 +21,7 @@ first sandbox on a 2-core machine), whether the verdicts are identical, and the 
 from __future__ import annotations
 
 import argparse
+import builtins
 import concurrent.futures
 import os
 import random
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Iterable
 
 import psutil
@@ -35,12 +38,13 @@ from tqdm import tqdm
 
 from data_prep.sample import load_problems, load_solutions
 from reward_fns.compare import stdout_matches
-from reward_fns.sandbox import GraderPool, probe_isolation
+from reward_fns.sandbox import GraderPool, harness, isolation, probe_isolation
 from reward_fns.sandbox.forkserver import ForkServer, RunFiles
 from reward_fns.sandbox.grading import compile_program, run_limits
 from reward_fns.sandbox.harness import write_source
 from reward_fns.sandbox.isolation import DISABLE_ENV
-from reward_fns.sandbox.server import reset_directory, run_memory
+from reward_fns.sandbox.scratch import reset_directory
+from reward_fns.sandbox.server import KernelBuffers, run_memory
 from reward_fns.types import GraderConfig, GradeResult, Problem, TestCase, Verdict
 
 
@@ -86,11 +90,20 @@ def grade_with_pool(
     return results, time.perf_counter() - started
 
 
+LCB_PRELUDE_LINES = (
+    "".join(f"from {name} import *\n" for name in harness.LCB_PRELUDE_MODULES)
+    + "".join(f"import {name}\n" for name in harness.LCB_PRELUDE_MODULES if name not in ("builtins", "typing"))
+    + f"sys.setrecursionlimit({harness.LCB_RECURSION_LIMIT})\n"
+)
+"""LiveCodeBench's prelude as the lines its judge prepends: the baseline gives programs the sandbox's environment."""
+
+
 def baseline_grade(code: str, problem: Problem, config: GraderConfig) -> GradeResult:
-    """One fresh interpreter per test (what most public graders do), stop at the first failure, no isolation."""
+    """One fresh interpreter per test (what most public graders do), stop at the first failure, no isolation; the
+    program after LiveCodeBench's prelude, as in the sandbox."""
     started = time.perf_counter()
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
-        handle.write(code)
+        handle.write(LCB_PRELUDE_LINES + code)
     try:
         for index, test in enumerate(problem.tests):
             try:
@@ -176,8 +189,10 @@ def _server_cpu_s(server: ForkServer) -> float:
     return total
 
 
-def server_overhead_ms(repeats: int, disable: str = "") -> tuple[float, float]:
-    """(wall, CPU) ms per test of a trivial program on one warm server, ``disable``: mechanisms switched off.
+def server_overhead_ms(repeats: int, disable: str = "", new_completions: bool = False) -> tuple[float, float]:
+    """(wall, CPU) ms per test of a trivial program on one warm server, ``disable``: mechanisms switched off;
+    the tests of one completion, or (``new_completions``) each a completion of its own (the server renews its
+    scratch tmpfs, pid counter and, if sockets are left, network namespace before each).
 
     CPU is summed over every process involved (grader, server, child), which a loaded machine distorts much less
     than wall time.
@@ -198,7 +213,7 @@ def server_overhead_ms(repeats: int, disable: str = "") -> tuple[float, float]:
         server_process.run(code, "1\n", "stdin", None, limits, 10.0)
         wall, grader_cpu, server_cpu = time.perf_counter(), time.process_time(), _server_cpu_s(server_process)
         for _ in range(repeats):
-            server_process.run(code, "1\n", "stdin", None, limits, 10.0)
+            server_process.run(code, "1\n", "stdin", None, limits, 10.0, new_completion=new_completions)
             stdout_matches(server_process.stdout_chunks, "1", config)
         cpu = time.process_time() - grader_cpu + _server_cpu_s(server_process) - server_cpu
         return (time.perf_counter() - wall) / repeats * 1000, cpu / repeats * 1000
@@ -250,16 +265,23 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
             os.chdir("/")
             reset_directory(scratch, 0o1777, owner=None)
 
-        costs["source file written by the child + scratch reset by the server (tmpfs)"] = _microseconds(
+        costs["source file written by the child + scratch emptied and its metadata reset (server)"] = _microseconds(
             source_and_reset, repeats
         )
     finally:
         os.chdir("/")
         os.rmdir(scratch)
+    costs |= scratch_renewal_us(repeats)
+    harness._program_builtins = types.ModuleType("builtins")
+    vars(harness._program_builtins).update(vars(builtins) | harness.lcb_prelude_names())
+    costs["program module whose builtins hold LiveCodeBench's prelude names (child)"] = _microseconds(
+        lambda: harness._program_module("solution"), repeats
+    )
     sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
     try:  # the benchmark's own process tree stands in for a run with several processes
-        costs["one memory sample of a run with 3 processes (server, every 50 ms)"] = _microseconds(
-            run_memory, max(1, repeats // 10)
+        buffers = KernelBuffers(count_namespace_sockets=False)
+        costs["one memory sample of a run with 3 processes, their pipes and sockets (server, every 50 ms)"] = (
+            _microseconds(lambda: run_memory(buffers), max(1, repeats // 10))
         )
     finally:
         for sleeper in sleepers:
@@ -275,17 +297,73 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
     return costs
 
 
+def scratch_renewal_us(repeats: int) -> dict[str, float]:
+    """Microseconds of the launcher's renewal of a scratch tmpfs before a completion, timed in a child process in
+    mount namespaces of its own: moving the old one out and mounting a new one (CPU: the server waits for it), and
+    unmounting the old one (CPU and wall: the launcher's background thread waits for an RCU grace period). Empty
+    where namespaces are not allowed."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        result = b""
+        try:
+            result = repr(_renew_scratch_in_own_namespace(repeats)).encode()
+        except OSError as exc:
+            print(f"  (no scratch tmpfs timing: {exc})", file=sys.stderr)
+        finally:
+            os.write(write_end, result)
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        answer = reader.read()
+    os.waitpid(pid, 0)
+    return eval(answer) if answer else {}  # a dict literal written by our own child
+
+
+def _renew_scratch_in_own_namespace(repeats: int) -> dict[str, float]:
+    uid, gid = os.getuid(), os.getgid()
+    isolation.unshare(isolation.CLONE_NEWNS | (0 if uid == 0 else isolation.CLONE_NEWUSER))
+    if uid != 0:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    isolation._mount(None, "/", None, 0x4000 | 0x40000)  # MS_REC | MS_PRIVATE: nothing propagates to the host
+    scratch, held = tempfile.mkdtemp(), tempfile.mkdtemp()
+    isolation.mount_scratch(scratch)
+    renew_cpu = unmount_cpu = unmount_wall = 0.0
+    for _ in range(repeats):
+        started = time.thread_time()
+        isolation.move_mount(scratch, held)
+        isolation.mount_scratch(scratch)
+        renew_cpu += time.thread_time() - started
+        started, wall = time.thread_time(), time.perf_counter()
+        isolation.detach_mount(held)
+        unmount_cpu += time.thread_time() - started
+        unmount_wall += time.perf_counter() - wall
+    return {
+        "a new scratch tmpfs before a completion: old one moved out, new one mounted (launcher; the server waits)": (
+            renew_cpu / repeats * 1e6
+        ),
+        "... the old one unmounted, CPU (launcher, after it answered)": unmount_cpu / repeats * 1e6,
+        "... the old one unmounted, wall: an RCU grace period (launcher, after it answered)": unmount_wall
+        / repeats
+        * 1e6,
+    }
+
+
 def report_overheads(repeats: int) -> None:
     print("per-test overhead of a trivial program (sequential, warm server; wall / CPU of every process involved):")
-    for label, disable in (
-        ("full isolation", ""),
-        ("without the seccomp filter", "seccomp"),
-        ("without namespaces (isolation=none)", "namespaces"),
+    for label, disable, new_completions in (
+        ("full isolation", "", False),
+        ("full isolation, each test a completion", "", True),
+        ("without the seccomp filter", "seccomp", False),
+        ("without namespaces (isolation=none)", "namespaces", False),
     ):
-        wall_ms, cpu_ms = server_overhead_ms(repeats, disable)
-        print(f"  {label:38s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
+        wall_ms, cpu_ms = server_overhead_ms(repeats, disable, new_completions)
+        print(f"  {label:40s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
     wall_ms, cpu_ms = python3_overhead_ms(max(5, repeats // 20))
-    print(f"  {'fresh python3 per test':38s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
+    print(f"  {'fresh python3 per test':40s} {wall_ms:6.2f} ms wall  {cpu_ms:6.2f} ms CPU")
     print("what each per-test mechanism costs (its own code path, timed alone; CPU time):")
     for label, microseconds in mechanism_costs_us(repeats).items():
         print(f"  {microseconds:8.1f} us  {label}")

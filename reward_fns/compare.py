@@ -12,7 +12,8 @@ Two modes, chosen by ``GraderConfig.compare_mode``.
    path; we also allow text tokens that are identical, so "a  b" matches "a b" (only whitespace differs).
 3. A numeric token is plain decimal notation (``[+-]digits[.digits][e[+-]digits]``, ASCII digits). Unlike the
    ``Decimal`` constructor used by LiveCodeBench we reject "NaN", "Infinity" and "1_000", so "inf" never
-   equals "Infinity" and digit-group underscores are not numbers.
+   equals "Infinity" and digit-group underscores are not numbers. A token whose exponent ``Decimal`` cannot
+   hold ("1e99999999999999999999") equals only itself, as in LiveCodeBench (its ``Decimal`` raises: wrong answer).
 
 ``tolerant`` -- the fallbacks of MicroCoder-Evaluator (MicroCoder paper, section 4 "Infrastructure": whitespace
 normalisation, multi-line splitting, approximate numeric comparison), kept only where they cannot accept a
@@ -39,8 +40,13 @@ control (tuples are already lists, so tuples and lists compare equal at every de
 10. ``tolerant`` adds rule 5 for every number inside nested lists/objects (expected float: ``math.isclose``;
     expected integer: exact). Strings are not case-folded: a function returns a value, not a judge's message.
 11. Text that is not JSON, or an object whose keys are not in sorted order (only a program writing its own
-    result file could produce either), matches nothing. Integers of any length are compared exactly (Python's
-    4,300-digit conversion limit does not apply to the grader).
+    result file could produce either), matches nothing. Integers of any length are compared exactly, as digit
+    strings past ``_SHORT_INT_DIGITS`` (no conversion: Python's is quadratic in the digits, minutes for a few
+    million); such an integer is beyond the float range, so it equals no float either.
+
+Time: every step is linear in the lengths of the two texts (each slice is scanned a bounded number of times, no
+number is converted from more than ``_SHORT_INT_DIGITS`` digits but through ``Decimal``, which is linear);
+``benchmarks/grader_worst_cases.py`` measures the worst inputs found.
 
 Both comparisons stream: the program's output (up to the output cap) is read in slices and never held whole,
 split into one list of lines or parsed into one Python value, so the grader's memory does not grow with it
@@ -54,7 +60,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from reward_fns.types import GraderConfig, GroundTruthError
@@ -64,6 +70,7 @@ TextSource = str | Callable[[], Iterable[str]]
 
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _JSON_PLAIN_TOKEN = re.compile(r'[\[\]{}:,]|[^\[\]{}:,"\s]+')
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _JSON_LITERALS = {"true": True, "false": False, "null": None}
 _JSON_PUNCTUATION = "[]{}:,"
@@ -77,6 +84,9 @@ _JSON_SLICE_CHARS = 1 << 18
 _LINE_BREAK = "\0"
 _SCAN_STEP = 64
 _NO_MATCH = object()
+_SHORT_INT_DIGITS = 400
+"""JSON integers up to this many characters become Python ints (microseconds); longer ones stay text
+(``_LongInt``): their magnitude is at least 10**398, past every float (1.8e308) and every shorter integer."""
 
 
 def stdout_matches(actual: TextSource, expected: str, config: GraderConfig) -> bool:
@@ -100,7 +110,7 @@ def functional_matches(actual_json: TextSource, expected_json: str, config: Grad
         GroundTruthError: ``expected_json`` is not valid JSON (fix the problem's ground truth).
     """
     tolerant = _is_tolerant(config)
-    expected = _canonical_json(_load_expected_json(expected_json))
+    expected = _canonical_expected(expected_json)
     if expected is None:
         return False
     chunks = (lambda: (actual_json,)) if isinstance(actual_json, str) else actual_json
@@ -176,34 +186,30 @@ def _events(chunks: Iterable[str]) -> Iterator[list[str]]:
 
 
 class _EventReader:
-    """Events of one output, consumed in runs: ``window`` -> the unread part of the current batch."""
+    """Events of one output, consumed in runs: ``batch`` from index ``position`` on is the unread part of the
+    current batch (never copied: a long batch facing many short ones would be copied once per short one)."""
 
     def __init__(self, batches: Iterator[list[str]]) -> None:
         self.batches = batches
         self.batch: list[str] = []
         self.position = 0
 
-    def window(self) -> list[str]:
+    def available(self) -> int:
+        """Unread events in the current batch, after moving to the next non-empty one (0: the output ended)."""
         while self.position >= len(self.batch):
             batch = next(self.batches, None)
             if batch is None:
-                return []
+                return 0
             self.batch, self.position = batch, 0
-        return self.batch[self.position :] if self.position else self.batch
-
-    def advance(self, count: int) -> None:
-        self.position += count
+        return len(self.batch) - self.position
 
     def skip_line_breaks(self) -> None:
-        while (window := self.window()) and window[0] == _LINE_BREAK:
-            self.advance(next((i for i, event in enumerate(window) if event != _LINE_BREAK), len(window)))
+        while self.available() and self.batch[self.position] == _LINE_BREAK:
+            self.position += 1
 
     def only_line_breaks_left(self) -> bool:
-        while window := self.window():
-            if any(event != _LINE_BREAK for event in window):
-                return False
-            self.advance(len(window))
-        return True
+        self.skip_line_breaks()
+        return not self.available()
 
 
 def _streams_match(
@@ -219,27 +225,33 @@ def _streams_match(
     if line_breaks:
         actual.skip_line_breaks()
         expected.skip_line_breaks()
-    while (actual_window := actual.window()) and (expected_window := expected.window()):
-        count = min(len(actual_window), len(expected_window))
-        index = 0
-        while (index := _first_difference(actual_window, expected_window, index, count)) < count:
-            actual_event, expected_event = actual_window[index], expected_window[index]
+    while (actual_left := actual.available()) and (expected_left := expected.available()):
+        count = min(actual_left, expected_left)
+        offset = 0
+        while (offset := _first_difference(actual, expected, offset, count)) < count:
+            actual_event = actual.batch[actual.position + offset]
+            expected_event = expected.batch[expected.position + offset]
             if _LINE_BREAK in (actual_event, expected_event) or not tokens_match(actual_event, expected_event):
                 return False
-            index += 1
-        actual.advance(count)
-        expected.advance(count)
+            offset += 1
+        actual.position += count
+        expected.position += count
     if line_breaks:
         return actual.only_line_breaks_left() and expected.only_line_breaks_left()
-    return not actual.window() and not expected.window()
+    return not actual.available() and not expected.available()
 
 
-def _first_difference(actual: list[str], expected: list[str], start: int, stop: int) -> int:
-    """The first index in ``[start, stop)`` where the lists differ (``stop`` if none), ``_SCAN_STEP`` at a time."""
+def _first_difference(actual: _EventReader, expected: _EventReader, start: int, stop: int) -> int:
+    """The first offset in ``[start, stop)`` from both readers' positions where their events differ (``stop`` if
+    none), ``_SCAN_STEP`` at a time."""
+    a, e = actual.batch, expected.batch
+    a_base, e_base = actual.position, expected.position
+    if start < stop and a[a_base + start] != e[e_base + start]:  # the next event of a run of differing ones
+        return start
     while start < stop:
         end = min(start + _SCAN_STEP, stop)
-        if actual[start:end] != expected[start:end]:
-            return next(index for index in range(start, end) if actual[index] != expected[index])
+        if a[a_base + start : a_base + end] != e[e_base + start : e_base + end]:
+            return next(offset for offset in range(start, end) if a[a_base + offset] != e[e_base + offset])
         start = end
     return stop
 
@@ -251,8 +263,11 @@ def _tokens_match(actual: str, expected: str, tolerant: bool, config: GraderConf
         return True
     if not (_NUMBER.fullmatch(actual) and _NUMBER.fullmatch(expected)):
         return False
-    if Decimal(actual) == Decimal(expected):
-        return True
+    try:
+        if Decimal(actual) == Decimal(expected):
+            return True
+    except InvalidOperation:  # an exponent past Decimal's range (rule 3)
+        return False
     return tolerant and _is_real_token(expected) and _floats_close(float(actual), float(expected), config)
 
 
@@ -267,41 +282,48 @@ def _floats_close(actual: float, expected: float, config: GraderConfig) -> bool:
 # ---- functional tests ----
 
 
-def _exact_int(text: str) -> int:
-    """``int(text)`` for a JSON integer of any length (``int`` refuses more than 4,300 digits; ``Decimal`` does
-    not, and turning a ``Decimal`` into an ``int`` converts no string)."""
-    return int(text) if len(text) < 4000 else int(Decimal(text))
+class _LongInt(str):
+    """A JSON integer token longer than ``_SHORT_INT_DIGITS``, kept as its text (rule 11)."""
 
 
-def _load_expected_json(text: str) -> Any:
+class _IntegerText(str):
+    """An integer of an expected value, kept as its JSON text (``_canonical_expected`` past the conversion limit)."""
+
+
+def _canonical_expected(text: str) -> str | None:
+    """The text the harness would write for the expected JSON value ``text`` (sorted keys, no spaces, ASCII,
+    ``repr`` of numbers), or None when it holds NaN or an infinity, which no returned value can equal. Integers past
+    Python's conversion limit are kept as their digits (``_IntegerText``), never converted.
+
+    Raises:
+        GroundTruthError: ``text`` is not valid JSON.
+    """
     try:
         try:
-            return json.loads(text)
-        except ValueError as exc:  # an integer past the conversion limit: parse every integer exactly instead
+            value = json.loads(text)
+        except ValueError as exc:  # an integer past the conversion limit: keep every integer as its text instead
             if isinstance(exc, json.JSONDecodeError):
                 raise
-            return json.loads(text, parse_int=_exact_int)
+            return _canonical_json_of_integer_texts(json.loads(text, parse_int=_IntegerText))
     except json.JSONDecodeError as exc:
         raise GroundTruthError(f"expected output of a functional test is not valid JSON: {exc}") from exc
-
-
-def _canonical_json(value: Any) -> str | None:
-    """The text the harness writes for ``value`` (sorted keys, no spaces, ASCII, ``repr`` of numbers); None when
-    ``value`` holds NaN or an infinity, which no returned value can equal."""
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except ValueError:  # a non-finite float, or an integer past the conversion limit
-        return _canonical_json_of_long_integers(value)
+    except ValueError:  # a non-finite float
+        return None
 
 
-def _canonical_json_of_long_integers(value: Any) -> str | None:
-    """``_canonical_json`` written without ``int.__repr__`` (limited to 4,300 digits): iterative, slower."""
+def _canonical_json_of_integer_texts(value: Any) -> str | None:
+    """The canonical text of a value whose integers are ``_IntegerText``: written iteratively, the integers as
+    their digits ("-0" as "0"), so no digit string is ever converted."""
     pieces: list[str] = []
     pending: list[Any] = [value]
     while pending:
         item = pending.pop()
         if isinstance(item, _Text):
             pieces.append(item)
+        elif isinstance(item, _IntegerText):
+            pieces.append("0" if item == "-0" else str.__str__(item))
         elif isinstance(item, list):
             pending.append(_Text("]"))
             for index in range(len(item) - 1, -1, -1):
@@ -315,8 +337,6 @@ def _canonical_json_of_long_integers(value: Any) -> str | None:
                 if index < len(keys) - 1:
                     pending.append(_Text(","))
             pending.append(_Text("{"))
-        elif type(item) is int:
-            pieces.append(str(Decimal(item)))
         elif isinstance(item, float) and not math.isfinite(item):
             return None
         else:
@@ -325,7 +345,7 @@ def _canonical_json_of_long_integers(value: Any) -> str | None:
 
 
 class _Text(str):
-    """Text of the canonical JSON (punctuation, a key) on ``_canonical_json_of_long_integers``'s stack."""
+    """Text of the canonical JSON (punctuation, a key) on ``_canonical_json_of_integer_texts``'s stack."""
 
 
 def _json_token_batches(pieces: Iterable[str]) -> Iterator[list[str]]:
@@ -374,16 +394,10 @@ def _scan_json(text: str, final: bool) -> tuple[list[str], int]:
 
 
 def _json_string_end(text: str, start: int) -> int | None:
-    """The end of the JSON string opening at ``start``: after the first quote not escaped by a backslash."""
-    search_from = start + 1
-    while (quote := text.find('"', search_from)) >= 0:
-        backslashes = quote
-        while text[backslashes - 1] == "\\":
-            backslashes -= 1
-        if (quote - backslashes) % 2 == 0:
-            return quote + 1
-        search_from = quote + 1
-    return None
+    """The end of the JSON string opening at ``start``: after the first quote not escaped by a backslash (one
+    regex pass, in C)."""
+    match = _JSON_STRING.match(text, start)
+    return match.end() if match else None
 
 
 def _json_tokens_match(actual: str, expected: str, tolerant: bool, config: GraderConfig) -> bool:
@@ -408,7 +422,9 @@ def _json_scalar(token: str) -> Any:
     match = _JSON_NUMBER.fullmatch(token)
     if match is None:
         return _NO_MATCH
-    return float(token) if match.group(1) or match.group(2) else _exact_int(token)
+    if match.group(1) or match.group(2):
+        return float(token)
+    return int(token) if len(token) <= _SHORT_INT_DIGITS else _LongInt(token)
 
 
 def _to_float(number: int | float) -> float:
@@ -419,6 +435,9 @@ def _to_float(number: int | float) -> float:
 
 
 def _scalars_match(actual: Any, expected: Any, tolerant: bool, config: GraderConfig) -> bool:
+    """Two scalars whose tokens differ as text."""
+    if isinstance(actual, _LongInt) or isinstance(expected, _LongInt):  # nothing but its own text equals it, and
+        return False  # no finite float is within a relative tolerance below 1 of it
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(actual) is type(expected) and actual == expected
     if isinstance(expected, int | float):

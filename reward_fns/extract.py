@@ -14,13 +14,15 @@ Rules (the LiveCodeBench prompt asks for the solution in a ```python block; Nous
    A fence still open at the end of the text (the answer was cut off) is not a block; an earlier complete
    block still counts.
 5. No Python block: ``None`` (verdict ``no_code``).
+
+Time: linear in the length of the text (a model can emit tens of thousands of unclosed ``<think>`` tags; a regex
+``<think>.*?</think>`` would rescan the rest of the text from each of them).
 """
 
 from __future__ import annotations
 
 import re
 
-_THINK_SECTION = re.compile(r"<think>.*?</think>", re.DOTALL)
 _OPEN_THINK = "<think>"
 _CLOSE_THINK = "</think>"
 _FENCE = re.compile(r"^\s*(`{3,})(.*)$")
@@ -39,12 +41,27 @@ def extract_code(text: str) -> str | None:
 
 def strip_reasoning(text: str) -> str | None:
     """``text`` without its ``<think>`` sections (rule 1); None when a ``<think>`` is never closed."""
-    without_sections = _THINK_SECTION.sub("", text)
+    without_sections = _remove_think_sections(text)
     if _CLOSE_THINK in without_sections:
         without_sections = without_sections.rsplit(_CLOSE_THINK, 1)[1]
     if _OPEN_THINK in without_sections:
         return None
     return without_sections
+
+
+def _remove_think_sections(text: str) -> str:
+    """``text`` without each ``<think>`` and everything up to the first ``</think>`` after it, left to right; from
+    a ``<think>`` that no ``</think>`` follows on, the text is kept as it is (so is every later one)."""
+    kept = []
+    position = 0
+    while (start := text.find(_OPEN_THINK, position)) >= 0:
+        end = text.find(_CLOSE_THINK, start + len(_OPEN_THINK))
+        if end < 0:
+            break
+        kept.append(text[position:start])
+        position = end + len(_CLOSE_THINK)
+    kept.append(text[position:])
+    return "".join(kept)
 
 
 def fenced_blocks(text: str) -> list[tuple[str, str]]:

@@ -14,7 +14,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from reward_fns.sandbox import protocol
-from reward_fns.sandbox.isolation import DISABLE_ENV, RunLimits
+from reward_fns.sandbox.isolation import DISABLE_ENV, LOAD_STRETCH, RunLimits
 from reward_fns.sandbox.report import (
     MECHANISMS,
     IsolationReport,
@@ -31,6 +30,7 @@ from reward_fns.sandbox.report import (
     server_command,
     server_environment,
 )
+from reward_fns.sandbox.scratch import remove_tree
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,8 @@ class Program(NamedTuple):
 
     code: bytes
     source: bytes
+    lazy_prelude: bool = False
+    """It names something of ``harness.LAZY_PRELUDE_MODULES``: its child completes the prelude first."""
 
 
 @dataclass(slots=True)
@@ -61,6 +63,10 @@ class RunOutcome:
     stdout_bytes: int
     result_bytes: int
     leftover_processes: int
+    cpu_wait_s: float = 0.0
+    """Of ``wall_s``, the time the program's main thread waited for a CPU (the machine's load, not its work)."""
+    memory_held: str = ""
+    """What the run held when the server killed it past the memory limit (``server.MemoryHeld.describe``)."""
     setup_error: str = ""
 
 
@@ -126,8 +132,8 @@ class ForkServer:
     """Handle on one fork server process: start it, run a test on it, close it. Not thread-safe (one user)."""
 
     reply_margin_s: float = 30.0
-    """A server answers a test at most this long after its time limit (kill, reap, clean up), or is deemed hung
-    (``ServerDied``: the caller replaces it)."""
+    """A server answers a test at most this long after its time limit, stretched for load (``LOAD_STRETCH``), has
+    passed (kill, reap, clean up), or is deemed hung (``ServerDied``: the caller replaces it)."""
 
     def __init__(self, isolation_mode: str = "auto") -> None:
         self.isolation_mode = isolation_mode
@@ -162,9 +168,20 @@ class ForkServer:
             raise
 
     def run(
-        self, program: Program, test_input: str, mode: str, fn_name: str | None, limits: RunLimits, timeout_s: float
+        self,
+        program: Program,
+        test_input: str,
+        mode: str,
+        fn_name: str | None,
+        limits: RunLimits,
+        timeout_s: float,
+        new_completion: bool = True,
     ) -> RunOutcome:
-        """Run one test on fresh files (kept for ``read_*`` until the next run or ``discard_files``)."""
+        """Run one test on fresh files (kept for ``read_*`` until the next run or ``discard_files``).
+
+        ``new_completion``: the first test of a program (the server renews what could carry bits from the last
+        one); False for the following tests of the same program.
+        """
         self.discard_files()
         self.files = RunFiles(test_input)
         request = {
@@ -175,13 +192,15 @@ class ForkServer:
             "fn_name": fn_name,
             "timeout_s": timeout_s,
             "limits": limits._asdict(),
+            "lazy_prelude": program.lazy_prelude,
+            "new_completion": new_completion,
         }
         try:
             protocol.send(self.socket, request, self.files.fds)
         except OSError as exc:
             self.broken = True
             raise ServerDied(f"fork server is gone: {exc}{self._log_tail()}") from exc
-        reply, _ = self._receive(timeout_s + self.reply_margin_s)
+        reply, _ = self._receive(timeout_s * LOAD_STRETCH + self.reply_margin_s)
         if "server_error" in reply:
             raise ServerDied(f"fork server failed to run the test: {reply['server_error']}")
         setup_error = "" if reply["setup_ok"] else self.stderr_tail()
@@ -252,7 +271,8 @@ class ForkServer:
             self.process.wait()
         self.discard_files()
         os.close(self.server_log)
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(self.work_dir)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -4,14 +4,17 @@ Verdict of one test (first matching rule wins; the comparison runs here, in the 
 
 1. the child's isolation set-up failed, or a process of the run survived SIGKILL
                                                                  -> internal_error (not the program's fault)
-2. killed at the wall-clock limit (per test, or what is left of the completion's budget) -> time_limit
-   killed because the run's processes together held more than the memory limit (the server sums them while
-   the run has several)                                          -> memory_limit
+2. killed at the wall-clock limit (per test, or what is left of the completion's budget; both count the time
+   the program waited for a CPU only past ``isolation.LOAD_STRETCH`` times the limit, so that verdicts do not
+   depend on the machine's load)                                 -> time_limit
+   killed because the run held more than the memory limit: its processes together, plus what its pipes and
+   sockets can hold in kernel buffers (``server.run_memory``)   -> memory_limit
 3. stdout or the functional result reached the cap (RLIMIT_FSIZE; CPython ignores SIGXFSZ, so the write fails)
                                                                  -> output_limit
 4. SIGXCPU, or CPU time at the RLIMIT_CPU limit                  -> time_limit
 5. MemoryError / ENOMEM (also seccomp's answer to memfd, SysV and POSIX shared memory) / ENOSPC (the scratch
-   tmpfs, memory too, is full) in the stderr tail, peak RSS at the limit, or SIGKILL we did not send (OOM killer)
+   tmpfs, memory too, is full) in the stderr tail, peak RSS at the limit, or a SIGKILL we did not send with peak
+   RSS at half the limit or more (the OOM killer picks the largest process; a small one killed itself)
                                                                  -> memory_limit
 6. another signal or a nonzero exit status                       -> runtime_error
 7. stdin test: ``compare.stdout_matches``; functional: ``compare.functional_matches`` on the harness's JSON
@@ -26,6 +29,7 @@ public tests only (``recipe/nouscoder/multi_turn``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import marshal
 import signal
@@ -33,8 +37,8 @@ import time
 
 from reward_fns import compare
 from reward_fns.sandbox.forkserver import ForkServer, Program, RunOutcome
-from reward_fns.sandbox.harness import SOURCE_FILE
-from reward_fns.sandbox.isolation import RunLimits
+from reward_fns.sandbox.harness import SOURCE_FILE, lazy_prelude_names, needs_lazy_prelude
+from reward_fns.sandbox.isolation import LOAD_STRETCH, RunLimits
 from reward_fns.types import GraderConfig, GradeResult, Problem, TestCase, Verdict
 
 logger = logging.getLogger(__name__)
@@ -46,13 +50,19 @@ _MB = 1 << 20
 
 
 def compile_program(code: str) -> Program | str:
-    """The program a fork server runs (marshalled code object and source), or the compile error message (the
-    syntax check happens here)."""
+    """The program a fork server runs (marshalled code object, source, whether it needs the lazy part of the
+    prelude), or the compile error message (the syntax check happens here)."""
     try:
         compiled = compile(code, SOURCE_FILE, "exec", dont_inherit=True)
-        return Program(marshal.dumps(compiled), code.encode("utf-8", errors="surrogatepass"))
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
         return f"{type(exc).__name__}: {exc}"
+    source = code.encode("utf-8", errors="surrogatepass")
+    return Program(marshal.dumps(compiled), source, needs_lazy_prelude(compiled, _lazy_prelude_names()))
+
+
+@functools.cache
+def _lazy_prelude_names() -> frozenset[str]:
+    return lazy_prelude_names()
 
 
 def run_limits(config: GraderConfig, processes: int) -> RunLimits:
@@ -81,9 +91,9 @@ def _run_tests(server: ForkServer, code: str, problem: Problem, config: GraderCo
     if isinstance(compiled, str):
         return GradeResult(Verdict.COMPILE_ERROR, total=total, time_s=time.monotonic() - started, detail=compiled)
     limits = run_limits(config, processes)
-    max_test_time = 0.0
+    max_test_time = waited_for_cpu = 0.0
     for index, test in enumerate(problem.tests):
-        remaining = config.total_time_budget_s - (time.monotonic() - started)
+        remaining = config.total_time_budget_s - (time.monotonic() - started - waited_for_cpu)
         if remaining <= 0:
             return GradeResult(
                 Verdict.TIME_LIMIT,
@@ -94,8 +104,9 @@ def _run_tests(server: ForkServer, code: str, problem: Problem, config: GraderCo
                 f"total time budget of {config.total_time_budget_s} s spent before test {index}",
             )
         timeout = min(config.time_limit_s, remaining)
-        outcome = server.run(compiled, test.input, test.testtype, problem.fn_name, limits, timeout)
+        outcome = server.run(compiled, test.input, test.testtype, problem.fn_name, limits, timeout, index == 0)
         max_test_time = max(max_test_time, outcome.wall_s)
+        waited_for_cpu += min(outcome.cpu_wait_s, timeout * (LOAD_STRETCH - 1))
         verdict, detail = _test_verdict(server, outcome, test, config, budget_limited=timeout < config.time_limit_s)
         if verdict is not Verdict.ACCEPTED:
             return GradeResult(
@@ -121,9 +132,10 @@ def _test_verdict(
         return Verdict.INTERNAL_ERROR, f"{outcome.leftover_processes} processes of the run could not be killed"
     if outcome.timed_out:
         limit = "total time budget" if budget_limited else f"wall limit {config.time_limit_s} s"
-        return Verdict.TIME_LIMIT, f"killed at the {limit} ({outcome.wall_s:.2f} s)"
+        waited = f", {outcome.cpu_wait_s:.2f} s of it waiting for a CPU" if outcome.cpu_wait_s >= 0.01 else ""
+        return Verdict.TIME_LIMIT, f"killed at the {limit} ({outcome.wall_s:.2f} s{waited})"
     if outcome.memory_exceeded:
-        return Verdict.MEMORY_LIMIT, f"the run's processes together held more than {config.memory_limit_mb} MB"
+        return Verdict.MEMORY_LIMIT, f"over the memory limit of {config.memory_limit_mb} MB: {outcome.memory_held}"
     if max(outcome.stdout_bytes, outcome.result_bytes) > config.output_limit_mb * _MB:
         return Verdict.OUTPUT_LIMIT, f"output exceeded {config.output_limit_mb} MB"
     cpu_limit = config.effective_cpu_time_limit_s
@@ -156,7 +168,10 @@ def _functional_verdict(server: ForkServer, test: TestCase, config: GraderConfig
 
 
 def _out_of_memory(outcome: RunOutcome, stderr_tail: str, config: GraderConfig) -> bool:
-    if outcome.signal == signal.SIGKILL or outcome.max_rss_kb * 1024 >= config.memory_limit_mb * _MB:
+    peak = outcome.max_rss_kb * 1024
+    if peak >= config.memory_limit_mb * _MB or (
+        outcome.signal == signal.SIGKILL and 2 * peak >= config.memory_limit_mb * _MB
+    ):
         return True
     return any(marker in _last_line(stderr_tail) for marker in _MEMORY_ERROR_MARKERS)
 

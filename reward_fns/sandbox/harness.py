@@ -1,10 +1,17 @@
 """The child side: runs the program in the forked, isolated test process as a judge would.
 
+Both kinds of test run the program in the environment of LiveCodeBench's judge (``LCB_PRELUDE_MODULES``): its
+module globals start with the names that judge's prelude defines (``List``, ``deque``, ``gcd``, ...), and the
+recursion limit is 50,000. A LeetCode starter-code copy (``def f(self, nums: List[int])`` without an import) runs
+there, as it does on LiveCodeBench and on LeetCode.
+
 stdin tests: the compiled program runs as a real ``__main__`` script in fresh module globals, with real file
 descriptors 0/1/2 (stdin is the test's input file, stdout and stderr are capped files) and its source in
 ``solution.py`` in the working directory, where ``__file__`` points (``multiprocessing``'s spawn start method
-runs it again from there), and exits the way CPython's ``main`` does (``SystemExit`` codes, uncaught exception -> traceback and status 1, non-daemon threads
-joined, ``atexit`` handlers run, stdout flushed; a failed flush is status 120).
+runs it again from there, without the prelude), and exits the way CPython's ``main`` does (``SystemExit`` codes
+as ``_Py_HandleSystemExit`` maps them, uncaught exception -> traceback and status 1, non-daemon threads joined,
+``atexit`` handlers run, stdout flushed -- a failed flush is status 120 --, then C stdio flushed, as ``exit(3)``
+does: ``printf`` through ``ctypes`` is not lost).
 
 functional tests: the arguments (one JSON value per line on stdin; lines split on ``\\n`` only, as LiveCodeBench
 does: U+2028 and U+0085 may sit inside a string argument) are parsed *before* the program runs, then
@@ -29,12 +36,47 @@ import sys
 import threading
 import types
 
+from reward_fns.sandbox.isolation import flush_c_streams
+
 RESULT_FD = 3
 """Functional tests: the harness writes ``OK <json>`` or ``ERR <reason>`` here after the call returns."""
 SOURCE_FILE = "solution.py"
 """The program's file name: ``__file__``, ``sys.argv[0]``, written to the working directory by ``write_source``."""
 
 MAX_RESULT_DEPTH = 200
+
+LCB_PRELUDE_MODULES = (
+    "string",
+    "re",
+    "datetime",
+    "collections",
+    "heapq",
+    "bisect",
+    "copy",
+    "math",
+    "random",
+    "statistics",
+    "itertools",
+    "functools",
+    "operator",
+    "io",
+    "sys",
+    "json",
+    "builtins",
+    "typing",
+)
+"""LiveCodeBench's judge runs every program, stdin and call-based alike, after a prelude that star-imports each of
+these modules in this order, then imports each of them but ``builtins`` and ``typing`` by name (so ``random``,
+``copy``, ``datetime`` are the modules), then sets the recursion limit to ``LCB_RECURSION_LIMIT``
+(``import_string`` in lcb_runner/evaluation/testing_util.py, github.com/LiveCodeBench/LiveCodeBench at commit
+15808c76). Later star-imports win: ``Counter`` and ``OrderedDict`` are typing's aliases, ``pow`` and ``abs`` the
+builtins."""
+_LCB_PRELUDE_UNNAMED = frozenset({"builtins", "typing"})
+LCB_RECURSION_LIMIT = 50_000
+LAZY_PRELUDE_MODULES = frozenset({"datetime", "statistics"})
+"""Prelude modules the fork server does not import (with ``decimal`` and ``fractions`` they would add 15 mappings to
+copy at every fork, ~75 us a test): a child imports them, and completes its prelude, when its program names one of
+the names they give it (``needs_lazy_prelude``; rare: ``mean``, ``date``, ``timedelta``, ...)."""
 
 # References captured at import (in the fork server, long before any program runs).
 _type, _int, _float, _str, _bool, _list, _tuple, _dict = type, int, float, str, bool, list, tuple, dict
@@ -126,14 +168,74 @@ def write_source(source: bytes) -> None:
 
 
 def prepare_fork_server(run_dir: str) -> None:
-    """Make the fork server's interpreter look as every program's should (``python3 solution.py`` in ``run_dir``),
-    once: each child inherits it, and only what differs per child is left to ``reset_interpreter_state``."""
+    """Make the fork server's interpreter look as every program's should (``python3 solution.py`` in ``run_dir``,
+    after LiveCodeBench's prelude), once: each child inherits it, and only what differs per child is left to
+    ``reset_interpreter_state``."""
     atexit._clear()
     sys.argv = [SOURCE_FILE]
     sys.path[0] = run_dir
-    sys.setrecursionlimit(1000)
+    sys.setrecursionlimit(LCB_RECURSION_LIMIT)
     _set_int_digits(4300)
     reopen_std_streams()
+    global _program_builtins
+    _program_builtins = types.ModuleType("builtins", builtins.__doc__)
+    vars(_program_builtins).update(vars(builtins) | lcb_prelude_names(without=LAZY_PRELUDE_MODULES))
+
+
+def complete_the_prelude() -> None:
+    """In a child whose program needs them: the names of ``LAZY_PRELUDE_MODULES`` too (the whole prelude again, in
+    its order, so that whatever a later module overrides stays overridden)."""
+    vars(_program_builtins).update(lcb_prelude_names())
+
+
+def lcb_prelude_names(without: frozenset[str] = frozenset()) -> dict[str, object]:
+    """The globals LiveCodeBench's prelude leaves (``LCB_PRELUDE_MODULES``, but those in ``without``): ``from M import
+    *`` takes ``M.__all__``, or every name of ``M`` not starting with ``_``. Built after ``reopen_std_streams``:
+    ``stdin``/``stdout`` (from ``sys``) are the streams every program gets."""
+    names: dict[str, object] = {}
+    modules = [__import__(name) for name in LCB_PRELUDE_MODULES if name not in without]
+    for module in modules:
+        public = getattr(module, "__all__", None)
+        if public is None:
+            public = [name for name in vars(module) if not name.startswith("_")]
+        names.update({name: getattr(module, name) for name in public})
+    names.update({module.__name__: module for module in modules if module.__name__ not in _LCB_PRELUDE_UNNAMED})
+    return names
+
+
+_program_builtins: types.ModuleType = builtins
+"""The program's ``__builtins__``: a copy of the builtins module with the prelude's names added, made once in the fork
+server (``prepare_fork_server``). Names the program does not define resolve there, after its globals, as the
+prelude's globals would (a program's own definitions win); the names are not copied into each program's globals,
+which would write the reference count of ~700 objects and so copy their pages in every forked child. Only
+``globals()`` and ``del List`` tell the difference; ``import builtins`` is still the real module."""
+
+
+def lazy_prelude_names() -> frozenset[str]:
+    """Names the prelude binds to an object from ``LAZY_PRELUDE_MODULES`` (computed by the grader, which may import
+    anything)."""
+    full, lean = lcb_prelude_names(), lcb_prelude_names(without=LAZY_PRELUDE_MODULES)
+    return frozenset(name for name, value in full.items() if lean.get(name, full) is not value)
+
+
+def needs_lazy_prelude(code: types.CodeType, lazy_names: frozenset[str]) -> bool:
+    """Whether ``code`` (or a function or class body in it) names one of ``lazy_names`` (``co_names``: globals and
+    attributes alike, so a few programs load the lazy modules for nothing, none misses them)."""
+    pending = [code]
+    while pending:
+        current = pending.pop()
+        if not lazy_names.isdisjoint(current.co_names):
+            return True
+        pending += [constant for constant in current.co_consts if isinstance(constant, types.CodeType)]
+    return False
+
+
+def _program_module(name: str) -> types.ModuleType:
+    """A fresh module ``name`` (registered in ``sys.modules``) whose names resolve through the program builtins."""
+    module = types.ModuleType(name)
+    module.__dict__["__builtins__"] = _program_builtins
+    sys.modules[name] = module
+    return module
 
 
 def reset_interpreter_state() -> None:
@@ -145,10 +247,8 @@ def reset_interpreter_state() -> None:
 
 def run_main_script(code: types.CodeType) -> int:
     """Execute ``code`` as ``__main__`` and return the exit status CPython would return."""
-    module = types.ModuleType("__main__")
-    module.__dict__["__builtins__"] = builtins
+    module = _program_module("__main__")
     module.__dict__["__file__"] = SOURCE_FILE
-    sys.modules["__main__"] = module
     try:
         exec(code, module.__dict__)
         status = 0
@@ -166,9 +266,7 @@ def run_functional(code: types.CodeType, fn_name: str) -> int:
     raw = sys.stdin.buffer.read().decode("utf-8")
     arguments = [_json_loads(line) for line in raw.split("\n") if line.strip()]
     _set_int_digits(4300)
-    module = types.ModuleType("solution")
-    module.__dict__["__builtins__"] = builtins
-    sys.modules["solution"] = module
+    module = _program_module("solution")
     try:
         exec(code, module.__dict__)
         function = _find_function(module.__dict__, fn_name)
@@ -196,12 +294,19 @@ def _find_function(namespace: dict[str, object], fn_name: str) -> object:
     return function
 
 
+_C_LONG_MIN, _C_LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _exit_status(exc: SystemExit) -> int:
-    code = exc.code
+    """The exit status CPython gives an uncaught ``SystemExit`` (``_Py_HandleSystemExit``): ``None`` -> 0; an int
+    -> ``exit((int)PyLong_AsLong(code))``, i.e. its low 8 bits, and 255 outside the C long range (2**64 is 255, not
+    0); anything else is printed to stderr -> 1. An int subclass counts by its value, whatever its operators do."""
+    code: object = exc.code
     if code is None:
         return 0
-    if isinstance(code, int):
-        return code & 0xFF
+    if isinstance(code, int) and issubclass(_type(code), _int):  # the type itself, not a faked __class__
+        value = _int.__int__(code)
+        return value & 0xFF if _C_LONG_MIN <= value <= _C_LONG_MAX else 0xFF
     print(code, file=sys.stderr)
     return 1
 
@@ -237,5 +342,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def exit_now(status: int) -> None:
-    """Leave the child without running the fork server's cleanup (``os._exit`` captured before the program)."""
+    """Leave the child without running the fork server's cleanup (``os._exit`` captured before the program), after
+    flushing C stdio as ``exit(3)`` would (output a program wrote with ``printf`` through ``ctypes``)."""
+    flush_c_streams()
     _os_exit(status)

@@ -8,11 +8,17 @@ Two layers (threat model and per-mechanism table: ``reward_fns/README.md``):
   minimal ``/dev`` and a size-capped scratch tmpfs on ``/tmp``; nothing of the grader's work directory); a new
   pid namespace whose init is the fork server. Unprivileged users get these through a user namespace; root gets
   them directly. Then a fresh session keyring and the seccomp filter (``seccomp.py``).
-* **run layer**, applied in every forked test child (``isolate_child``): a fresh pid namespace per run (the
-  child is its init: when it exits the kernel kills every process it started), a new session, a dedicated uid
-  when the grader is root, rlimits, ``no_new_privs``, parent-death signal, no capabilities.
+* **run layer**, applied in every forked test child (``isolate_child``): a new session, a dedicated uid when the
+  grader is root, rlimits, parent-death signal, no capabilities. The child is an ordinary process of the worker
+  pid namespace (not its init: signals it sends itself act as on any machine); the server kills whatever is left
+  of a run with ``kill(-1, SIGKILL)``, which reaches every process of that namespace but the server.
+* **between completions** (before a program's first test): a new scratch tmpfs (the launcher, outside the root,
+  moves the old one out with ``move_mount``, mounts a new one with ``mount_scratch``, answers, then unmounts the
+  old one), the worker's pid counter set to a random value (``randomize_pid_counter``), and a new network
+  namespace when a run left sockets behind: nothing a program leaves, not even in kernel counters, reaches the
+  next one.
 
-Python 3.11 has no ``os.unshare``/``os.setns``/``mount``, so these go through ``ctypes`` calls into libc.
+Python 3.11 has no ``os.unshare``/``mount``, so these go through ``ctypes`` calls into libc.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import sys
 from typing import TYPE_CHECKING, NamedTuple
 
 from reward_fns.sandbox import seccomp
+from reward_fns.sandbox.seccomp import CLONE_NEWNET
 
 if TYPE_CHECKING:  # the fork server imports no more than it needs
     from collections.abc import Mapping
@@ -33,13 +40,13 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
 
 _MS_RDONLY = 0x1
 _MS_NOSUID = 0x2
 _MS_NODEV = 0x4
 _MS_NOEXEC = 0x8
 _MS_BIND = 0x1000
+_MS_MOVE = 0x2000
 _MS_REC = 0x4000
 _MS_PRIVATE = 0x40000
 _AT_FDCWD = -100
@@ -66,6 +73,11 @@ SCRATCH_SIZE = "256m"
 (each file is also capped by RLIMIT_FSIZE); a write past it fails with ENOSPC, graded ``memory_limit``."""
 SCRATCH_INODES = 16384
 """Files and directories the scratch tmpfs can hold (bounds the server's cleanup after a test)."""
+_SCRATCH_OPTIONS = f"size={SCRATCH_SIZE},nr_inodes={SCRATCH_INODES},mode=1777"
+_MNT_DETACH = 0x2
+LOAD_STRETCH = 3.0
+"""A test's wall-clock limit is extended by the time its program spent waiting for a CPU (a saturated machine is
+not the program's fault), up to this multiple of the limit."""
 DEVICES = ("null", "zero", "full", "random", "urandom")
 """Device nodes of the minimal ``/dev`` (bind mounts of the host's: a user namespace cannot ``mknod``)."""
 DEVICE_LINKS = {
@@ -80,6 +92,13 @@ DEVICE_LINKS = {
 _libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them (no ctypes.util: it
 # imports subprocess, shutil and the compression modules, and every module makes each fork slower)
 _libc.syscall.restype = ctypes.c_long
+_fflush = _libc.fflush
+
+
+def flush_c_streams() -> None:
+    """``fflush(NULL)``: write out what C stdio buffered (``printf`` from ``ctypes`` or an extension), as ``exit(3)``
+    does before ``_exit``."""
+    _fflush(None)
 
 
 class _MountAttr(ctypes.Structure):
@@ -105,14 +124,38 @@ def _check(result: int, what: str) -> None:
         raise OSError(code, f"{what}: {os.strerror(code)}")
 
 
+def mount_scratch(target: str) -> None:
+    """Mount a new, empty scratch tmpfs (``SCRATCH_SIZE``, ``SCRATCH_INODES``, sticky and world-writable) on
+    ``target``: none of a previous one's contents, metadata, inode flags or inode counter."""
+    _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV, _SCRATCH_OPTIONS)
+
+
+def move_mount(source: str, target: str) -> None:
+    """Move the mount on ``source`` to ``target`` (``MS_MOVE``: no unmount, so no wait for an RCU grace period)."""
+    _mount(source, target, None, _MS_MOVE)
+
+
+def detach_mount(path: str) -> None:
+    """Unmount the topmost mount on ``path`` lazily (``MNT_DETACH``). The kernel waits for an RCU grace period
+    before it returns: microseconds on an idle machine, tens of milliseconds on a saturated one."""
+    _check(_libc.umount2(path.encode(), ctypes.c_int(_MNT_DETACH)), f"umount {path}")
+
+
+def new_network_namespace() -> None:
+    """Move this process (the fork server) to a new, empty network namespace (loopback down, no sockets)."""
+    unshare(CLONE_NEWNET)
+
+
+def randomize_pid_counter(counter_fd: int, pid_max: int) -> None:
+    """Set the pid namespace's last allocated pid (``ns_last_pid``, open at ``counter_fd``) to a random value, so
+    the pids the next run gets say nothing about how many processes earlier runs created."""
+    last = 300 + int.from_bytes(os.urandom(4), "little") % max(1, pid_max - 1300)
+    os.pwrite(counter_fd, str(last).encode(), 0)
+
+
 def unshare(flags: int) -> None:
     """``unshare(2)``: move the calling process into new namespaces (``CLONE_NEW*`` flags)."""
     _check(_libc.unshare(ctypes.c_int(flags)), f"unshare({flags:#x})")
-
-
-def setns(fd: int, nstype: int) -> None:
-    """``setns(2)``: join the namespace open at ``fd`` (for pid namespaces: the one of future children)."""
-    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)), f"setns({nstype:#x})")
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
@@ -191,6 +234,16 @@ def drop_capabilities() -> None:
     data = (_CapData * 2)()
     capset = ctypes.c_long(seccomp.syscall_number("capset"))
     _check(_libc.syscall(capset, ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+class WorkerFilesystem(NamedTuple):
+    """What ``setup_worker_filesystem`` achieved: mechanisms available, why others failed, and an open handle on
+    the worker pid namespace's ``ns_last_pid`` with its ``pid_max`` (None without a private ``/proc``)."""
+
+    available: dict[str, bool]
+    errors: dict[str, str]
+    pid_counter: int | None = None
+    pid_max: int = 0
 
 
 class RunLimits(NamedTuple):
@@ -303,14 +356,15 @@ SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 """Host paths visible in the sandbox's root besides the interpreter's own directories."""
 
 
-def setup_worker_filesystem(work_dir: str, interpreter_paths: list[str]) -> tuple[dict[str, bool], dict[str, str]]:
+def setup_worker_filesystem(work_dir: str, interpreter_paths: list[str]) -> WorkerFilesystem:
     """Give the worker (init of its pid namespace, in its own mount namespace) a minimal read-only root.
 
     The new root is a tmpfs (mounted on ``<work_dir>/root``) holding read-only bind mounts of ``SYSTEM_PATHS`` and
     the interpreter's directories, a private ``/proc``, a minimal ``/dev`` (``DEVICES``, ``DEVICE_LINKS``) and the
     scratch tmpfs on ``SCRATCH_DIR``, the only writable place. The server ``chroot``s into it: home directories,
     datasets (the hidden tests!), the grader's work directory, the host's ``/dev`` (terminals included) and the
-    rest of the host are simply not there.
+    rest of the host are simply not there. The ``/proc`` is read-only too; only the pid counter is kept open for
+    writing (``randomize_pid_counter``).
     """
     new_root = os.path.join(work_dir, "root")
     try:
@@ -318,26 +372,39 @@ def setup_worker_filesystem(work_dir: str, interpreter_paths: list[str]) -> tupl
         _mount("tmpfs", new_root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=755")
         _populate_root(new_root, interpreter_paths)
     except OSError as exc:
-        return {}, {"mount_namespace": str(exc), "private_proc": "no minimal root to mount it in"}
+        return WorkerFilesystem({}, {"mount_namespace": str(exc), "private_proc": "no minimal root to mount it in"})
     available, errors = {"private_proc": True}, {}
+    pid_counter, pid_max = None, 0
+    try:
+        pid_counter, pid_max = _open_pid_counter(new_root + "/proc")
+    except OSError as exc:  # a kernel without checkpoint/restore support has no ns_last_pid
+        errors["pid_counter"] = str(exc)
     try:
         _mount("proc", new_root + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     except OSError as exc:
         available["private_proc"], errors["private_proc"] = False, str(exc)
     try:
         _mount_setattr(new_root, recursive=True, attr_set=_MOUNT_ATTR_RDONLY)
-        _mount(
-            "tmpfs",
-            new_root + SCRATCH_DIR,
-            "tmpfs",
-            _MS_NOSUID | _MS_NODEV,
-            f"size={SCRATCH_SIZE},nr_inodes={SCRATCH_INODES},mode=1777",
-        )
+        mount_scratch(new_root + SCRATCH_DIR)
         os.chroot(new_root)
         os.chdir("/")
     except OSError as exc:
-        return available, errors | {"mount_namespace": str(exc)}
-    return available | {"mount_namespace": True}, errors
+        return WorkerFilesystem(available, errors | {"mount_namespace": str(exc)}, pid_counter, pid_max)
+    return WorkerFilesystem(available | {"mount_namespace": True}, errors, pid_counter, pid_max)
+
+
+def _open_pid_counter(mount_point: str) -> tuple[int, int]:
+    """(writable descriptor of this pid namespace's ``ns_last_pid``, its ``pid_max``), through a ``/proc`` mounted on
+    ``mount_point`` and detached at once: the descriptor keeps working, and the sandbox's own ``/proc`` (mounted
+    next) can be read-only."""
+    _mount("proc", mount_point, "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    try:
+        counter = os.open(mount_point + "/sys/kernel/ns_last_pid", os.O_WRONLY | os.O_CLOEXEC)
+        with open(mount_point + "/sys/kernel/pid_max") as handle:
+            pid_max = int(handle.read())
+    finally:
+        detach_mount(mount_point)
+    return counter, pid_max
 
 
 def _populate_root(new_root: str, interpreter_paths: list[str]) -> None:

@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import shutil
 import site
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import tempfile
 from dataclasses import dataclass
 
 from reward_fns.sandbox.isolation import DISABLE_ENV, disabled_mechanisms, package_root
+from reward_fns.sandbox.scratch import remove_tree
 
 MECHANISMS: dict[str, str] = {
     "separate_identity": "a uid the program does not share with the grader (dedicated uid as root, user namespace "
@@ -26,8 +26,9 @@ MECHANISMS: dict[str, str] = {
     "mount_namespace": "mount namespace with a minimal read-only root (minimal /dev, size-capped scratch tmpfs); "
     "without it the program can read every world-readable file (datasets with the hidden tests included), write "
     "every file its uid may write (the host's /tmp, /dev/shm and terminals too) and leave files for later tests",
-    "pid_namespace": "pid namespaces (worker and per run); without them a run's processes are found through the "
-    "subreaper and process group only, and the program sees and can signal the grader's processes",
+    "pid_namespace": "the worker's pid namespace, whose init is the server; without it a run's processes are found "
+    "through the subreaper and process group only, pids carry from run to run, and the program sees and can signal "
+    "the grader's processes",
     "private_proc": "a /proc of the worker's pid namespace; without it /proc shows the grader (its environ, "
     "when the uid is shared)",
     "no_new_privs": "no_new_privs; without it setuid binaries could raise privileges",
@@ -128,7 +129,7 @@ def probe_isolation() -> IsolationReport:
                 check=False,
             )
         finally:
-            subprocess.run(["rm", "-rf", work_dir], check=False)
+            remove_tree(work_dir)
         if completed.returncode != 0:
             raise RuntimeError(f"isolation probe failed (exit {completed.returncode}): {completed.stderr[-2000:]}")
         _cached_report = IsolationReport.from_json(completed.stdout.strip().splitlines()[-1])
@@ -186,7 +187,7 @@ def _remove_stale_work_dirs(prefix: str) -> None:
         path = os.path.join(parent, name)
         with contextlib.suppress(OSError):
             if os.lstat(path).st_uid == os.geteuid() and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path)
 
 
 def _process_exists(pid: int) -> bool:

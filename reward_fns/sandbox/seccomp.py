@@ -7,6 +7,13 @@ It closes what namespaces and rlimits leave open (threat model: ``reward_fns/REA
 * memory held outside RLIMIT_AS -- ``memfd_create``/``memfd_secret``, SysV shared memory and message queues,
   POSIX message queues -- fails with ENOMEM, so the program's ``MemoryError``/``[Errno 12]`` is graded
   ``memory_limit``;
+* kernel buffers bounded so the server can count them (``server.run_memory``): sockets are Unix stream sockets
+  only (another family fails with EAFNOSUPPORT -- there is no network anyway, and the counters of other protocols
+  are gone with them --, datagram and seqpacket types with ESOCKTNOSUPPORT: a datagram queue collects from any
+  number of senders), their buffer sizes stay the default (``SO_SNDBUF``/``SO_RCVBUF`` and the ``FORCE``
+  variants: EPERM), pipes keep their default capacity (``F_SETPIPE_SZ``: EPERM), and no pipe or socket can hold
+  references to pages it does not count (``splice``, ``vmsplice``, ``sendfile``: EPERM; ``shutil`` falls back
+  to plain copies);
 * channels between tests that outlive a process -- the kernel keyrings (``keyctl``, ``add_key``,
   ``request_key``: also the grader's session keyring), SysV semaphores -- fail with EPERM;
 * reaching other processes' memory or descriptors (``ptrace``, ``process_vm_readv/writev``, ``pidfd_getfd``,
@@ -18,8 +25,10 @@ It closes what namespaces and rlimits leave open (threat model: ``reward_fns/REA
   ``clone``, whose flags are checked;
 * another system-call ABI (i386 ``int 0x80``, x32) is refused as a whole.
 
-The only namespace operations let through are the fork server's own per-test ones: ``unshare(CLONE_NEWPID)`` and
-``setns(fd, CLONE_NEWPID)`` (a program can at most nest a pid namespace inside its run, which dies with it).
+The only namespace operation let through is the fork server's own, between completions, with exactly its
+argument: ``unshare(CLONE_NEWNET)`` (a new network namespace); a program calling it fails anyway, for want of the
+capability (it has none, in any user namespace, and cannot make one). ``setns`` is refused outright; mounts are
+renewed by the launcher, outside the filter.
 The program is classic BPF written here (``struct sock_filter``, ``linux/filter.h``), so no library is needed.
 """
 
@@ -31,16 +40,21 @@ import os
 import struct
 
 # struct seccomp_data (linux/seccomp.h): int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
-_NR_OFFSET, _ARCH_OFFSET, _ARG0_OFFSET, _ARG1_OFFSET = 0, 4, 16, 24
+_NR_OFFSET, _ARCH_OFFSET = 0, 4
+_ARGUMENT_OFFSETS = (16, 24, 32, 40, 48, 56)  # the low 32 bits of each (little-endian)
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_JSET_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_BPF_ALU_AND_K, _BPF_JA = 0x54, 0x05
 _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _X32_SYSCALL_BIT = 0x40000000
 
-CLONE_NEWPID = 0x20000000
-_CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | CLONE_NEWPID | 0x40000000
+CLONE_NEWNET = 0x40000000
+_CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | CLONE_NEWNET
 """CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET."""
+_AF_UNIX, _SOCK_STREAM, _SOCK_TYPE_MASK = 1, 1, 0xF
+_F_SETPIPE_SZ = 1031
+_SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 7, 8, 32, 33
 
 _UNIFIED_NUMBERS = {
     # System calls added since Linux 5.1 have one number on every architecture (include/uapi/asm-generic/unistd.h).
@@ -68,6 +82,13 @@ _ARCHES = {
         {
             **_UNIFIED_NUMBERS,
             "memfd_create": 319,
+            "socket": 41,
+            "socketpair": 53,
+            "setsockopt": 54,
+            "fcntl": 72,
+            "sendfile": 40,
+            "splice": 275,
+            "vmsplice": 278,
             "shmget": 29,
             "msgget": 68,
             "mq_open": 240,
@@ -99,6 +120,13 @@ _ARCHES = {
         {
             **_UNIFIED_NUMBERS,
             "memfd_create": 279,
+            "socket": 198,
+            "socketpair": 199,
+            "setsockopt": 208,
+            "fcntl": 25,
+            "sendfile": 71,
+            "splice": 76,
+            "vmsplice": 75,
             "shmget": 194,
             "msgget": 186,
             "mq_open": 180,
@@ -151,6 +179,10 @@ REFUSED: dict[str, int] = {
             "syslog",
             "mount",
             "umount2",
+            "setns",
+            "sendfile",
+            "splice",
+            "vmsplice",
             "pivot_root",
             "chroot",
             "open_tree",
@@ -166,6 +198,27 @@ REFUSED: dict[str, int] = {
     "clone3": errno.ENOSYS,
 }
 """System calls refused outright, with the errno the program sees."""
+
+ArgumentCheck = tuple[int, int | None, frozenset[int], bool, int]
+"""(argument index, mask or None, values, whether the values are the only ones allowed, errno when refused)."""
+
+ARGUMENT_RULES: dict[str, tuple[ArgumentCheck, ...]] = {
+    "socket": (
+        (0, None, frozenset({_AF_UNIX}), True, errno.EAFNOSUPPORT),
+        (1, _SOCK_TYPE_MASK, frozenset({_SOCK_STREAM}), True, errno.ESOCKTNOSUPPORT),
+    ),
+    "socketpair": (
+        (0, None, frozenset({_AF_UNIX}), True, errno.EAFNOSUPPORT),
+        (1, _SOCK_TYPE_MASK, frozenset({_SOCK_STREAM}), True, errno.ESOCKTNOSUPPORT),
+    ),
+    "setsockopt": (
+        (2, None, frozenset({_SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE}), False, errno.EPERM),
+    ),
+    "fcntl": ((1, None, frozenset({_F_SETPIPE_SZ}), False, errno.EPERM),),
+    "clone": ((0, _CLONE_NAMESPACE_FLAGS, frozenset({0}), True, errno.EPERM),),
+    "unshare": ((0, None, frozenset({CLONE_NEWNET}), True, errno.EPERM),),
+}
+"""System calls allowed only with some arguments (every check must pass), in the order checked."""
 
 
 class _SockFprog(ctypes.Structure):
@@ -207,22 +260,24 @@ def filter_program(machine: str | None = None) -> bytes:
         program += [_statement(_BPF_JGE_K, _X32_SYSCALL_BIT, jf=1), refuse(errno.EPERM)]
     for name, code in REFUSED.items():
         program += [_statement(_BPF_JEQ_K, numbers[name], jf=1), refuse(code)]
-    program += [  # clone: no namespace flag
-        _statement(_BPF_JEQ_K, numbers["clone"], jf=4),
-        _statement(_BPF_LD_W_ABS, _ARG0_OFFSET),
-        _statement(_BPF_JSET_K, _CLONE_NAMESPACE_FLAGS, jf=1),
-        refuse(errno.EPERM),
-        allow,
-    ]
-    for name, argument in (("unshare", _ARG0_OFFSET), ("setns", _ARG1_OFFSET)):  # the server's per-test pid ns
-        program += [
-            _statement(_BPF_JEQ_K, numbers[name], jf=4),
-            _statement(_BPF_LD_W_ABS, argument),
-            _statement(_BPF_JEQ_K, CLONE_NEWPID, jt=1),
-            refuse(errno.EPERM),
-            allow,
-        ]
+    for name, checks in ARGUMENT_RULES.items():
+        body = [instruction for check in checks for instruction in _argument_check(check)] + [allow]
+        program += [_statement(_BPF_JEQ_K, numbers[name], jf=len(body)), *body]
     return b"".join([*program, allow])
+
+
+def _argument_check(check: ArgumentCheck) -> list[bytes]:
+    """Instructions that load one argument (masked), return ``errno`` when the check fails, else fall through."""
+    argument, mask, values, only_allowed, code = check
+    loads = [_statement(_BPF_LD_W_ABS, _ARGUMENT_OFFSETS[argument])]
+    if mask is not None:
+        loads.append(_statement(_BPF_ALU_AND_K, mask))
+    ordered = sorted(values)  # a match jumps over the other tests and then the refusal (allowed values) or to it
+    tests = [_statement(_BPF_JEQ_K, value, jt=len(ordered) - index) for index, value in enumerate(ordered)]
+    refusal = _statement(_BPF_RET_K, _RET_ERRNO | code)
+    if only_allowed:
+        return [*loads, *tests, refusal]
+    return [*loads, *tests, _statement(_BPF_JA, 1), refusal]
 
 
 def install(libc: ctypes.CDLL) -> None:

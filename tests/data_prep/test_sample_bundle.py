@@ -20,6 +20,7 @@ from data_prep.sample import SAMPLE_DIR, load_problems, load_solutions
 from data_prep.sample import large_tests as large_tests_module
 from data_prep.sample.build_sample import build_problem
 from data_prep.sample.export import main as export_main
+from reward_fns.sandbox.harness import LCB_RECURSION_LIMIT
 from reward_fns.types import Problem, Verdict
 
 BOUNDARY = datetime(2024, 8, 1)
@@ -132,10 +133,19 @@ def test_rebuild_reproduces_committed_files(problem_id):
         assert (folder / filename).read_text() == text, f"{folder / filename} differs from a rebuild"
 
 
+JUDGE_RECURSION_LIMIT = (
+    f"import runpy, sys; sys.setrecursionlimit({LCB_RECURSION_LIMIT}); sys.argv = sys.argv[1:];"
+    " runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
 def python_command(program: Path) -> list[str]:
     """References use only the standard library, so they skip ``site`` (-S) and start twice as fast; the accepted
-    variants keep it (``quit()`` is defined by ``site``)."""
-    return [sys.executable, "-S", str(program)] if program.name == "reference.py" else [sys.executable, str(program)]
+    variants keep it (``quit()`` is defined by ``site``) and run with the recursion limit LiveCodeBench's judge sets
+    before every program (two recurse 5000 deep without raising it)."""
+    if program.name == "reference.py":
+        return [sys.executable, "-S", str(program)]
+    return [sys.executable, "-c", JUDGE_RECURSION_LIMIT, str(program)]
 
 
 def run_stdin_program(program: Path, test: dict[str, str], cwd: Path) -> tuple[str, str]:

@@ -1,4 +1,9 @@
-"""Shared fixtures of the reward_fns tests: problems, raw fork-server runs, hostile programs, unprivileged runs."""
+"""Shared fixtures of the reward_fns tests: problems, raw fork-server runs, hostile programs, unprivileged runs.
+
+Graders run as an ordinary user (``UNPRIVILEGED_USER``, made with ``useradd`` when the tests run as root) get what
+they need whatever the checkout's permissions (``UserPython``): a world-readable copy of the ``reward_fns`` package
+and this interpreter, made reachable when it lies under a directory the user cannot enter (``/root``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import pwd
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -177,6 +183,83 @@ def _ensure_unprivileged_user() -> str:
     return UNPRIVILEGED_USER
 
 
+def _enterable_by_others(path: Path) -> bool:
+    return bool(path.stat().st_mode & stat.S_IXOTH)
+
+
+def _first_closed_ancestor(path: Path) -> Path | None:
+    """The outermost directory above ``path`` that other users cannot enter, or None."""
+    return next((parent for parent in reversed(path.parents) if not _enterable_by_others(parent)), None)
+
+
+_REACH_INTERPRETER = """
+hold=$1 closed=$2 prefix=$3
+shift 3
+mount --bind "$prefix" "$hold"
+mount -t tmpfs -o mode=0755 nouscoder-interpreter "$closed"
+mkdir -p "$prefix"
+mount --bind "$hold" "$prefix"
+umount "$hold"
+exec "$@"
+"""
+"""In a private mount namespace: cover the closed directory with an empty world-enterable tmpfs holding only the
+interpreter's installation, at its own path (a relocated interpreter would not find a ``libpython`` it links by
+absolute path)."""
+
+
+class UserPython:
+    """How to run ``python -c ...`` as the ordinary user with the ``reward_fns`` package importable.
+
+    ``shared`` is a world-readable temporary directory (removed by ``close``) holding a copy of the package; the
+    interpreter is this one's base installation (the user needs only the standard library), reached through a
+    private mount namespace when a directory above it is closed to others (a pyenv or a venv in ``/root``).
+    When the tests do not run as root they already are an ordinary user: this interpreter, as it is.
+    """
+
+    def __init__(self) -> None:
+        self.shared = Path(tempfile.mkdtemp(prefix="nouscoder-user-python-"))
+        self.shared.chmod(0o755)
+        if closed := _first_closed_ancestor(self.shared):
+            raise RuntimeError(f"{self.shared} is not reachable by other users ({closed} is closed): set TMPDIR")
+        package = self.shared / "pkg" / "reward_fns"
+        shutil.copytree(REPO_ROOT / "reward_fns", package, ignore=shutil.ignore_patterns("__pycache__"))
+        for directory, _, files in os.walk(self.shared):
+            os.chmod(directory, 0o755)
+            for name in files:
+                os.chmod(os.path.join(directory, name), 0o644)
+        (self.shared / "hold").mkdir(mode=0o755)
+
+    def command(self, *arguments: str) -> list[str]:
+        """The argv that runs ``python *arguments`` as the ordinary user."""
+        if os.geteuid() != 0:
+            return [sys.executable, *arguments]
+        runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+        executable = Path(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))
+        user_command = [runuser, "-u", _ensure_unprivileged_user(), "--", str(executable), *arguments]
+        closed = _first_closed_ancestor(executable)
+        if closed is None:
+            return user_command
+        prefix = os.path.realpath(sys.base_prefix)
+        if _first_closed_ancestor(Path(prefix) / "x") != closed:
+            raise RuntimeError(f"the interpreter {executable} lies outside its prefix {prefix}")
+        unshare = shutil.which("unshare") or "/usr/bin/unshare"
+        reach = [unshare, "--mount", "--propagation", "private", "--", "sh", "-ec", _REACH_INTERPRETER, "sh"]
+        return [*reach, str(self.shared / "hold"), str(closed), prefix, *user_command]
+
+    def environment(self, **extra: str) -> dict[str, str]:
+        return {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(self.shared / "pkg"), **extra}
+
+    def close(self) -> None:
+        shutil.rmtree(self.shared, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def user_python() -> Iterator[UserPython]:
+    python = UserPython()
+    yield python
+    python.close()
+
+
 UNPRIVILEGED_SCRIPT = """
 import json, os, sys, time
 from reward_fns.sandbox.forkserver import ForkServer
@@ -201,25 +284,16 @@ print(json.dumps(observations))
 
 
 @pytest.fixture(scope="session")
-def run_unprivileged() -> Callable[..., dict]:
-    """run_unprivileged(programs, secret, disable="") -> observations of the grader run as an ordinary user.
-
-    As root: a system user is created (useradd) and the grader runs under ``runuser`` with /usr/bin/python3
-    (the venv's interpreter lives under /root, which the user cannot read). Not root: we already are one.
-    """
+def run_unprivileged(user_python: UserPython) -> Callable[..., dict]:
+    """run_unprivileged(programs, secret, disable="") -> observations of the grader run as an ordinary user
+    (``user_python``: as root, a ``useradd``-created user through ``runuser``)."""
 
     def _run(programs: dict[str, str], secret: str, disable: str = "") -> dict:
-        environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), "NOUSCODER_TEST_SECRET": secret}
+        environment = user_python.environment(NOUSCODER_TEST_SECRET=secret)
         if disable:
             environment["NOUSCODER_SANDBOX_DISABLE"] = disable
-        if os.geteuid() == 0:
-            python = shutil.which("python3.11", path="/usr/bin:/usr/local/bin") or "/usr/bin/python3"
-            runuser = shutil.which("runuser") or "/usr/sbin/runuser"
-            command = [runuser, "-u", _ensure_unprivileged_user(), "--", python, "-c", UNPRIVILEGED_SCRIPT]
-        else:
-            command = [sys.executable, "-c", UNPRIVILEGED_SCRIPT]
         completed = subprocess.run(
-            command,
+            user_python.command("-c", UNPRIVILEGED_SCRIPT),
             input=json.dumps({"programs": programs, "secret": secret}),
             capture_output=True,
             text=True,
@@ -302,11 +376,11 @@ with open(out_path, "w") as out:
 
 
 @pytest.fixture(scope="session")
-def run_grader_as() -> Iterator[Callable[..., dict]]:
+def run_grader_as(user_python: UserPython) -> Iterator[Callable[..., dict]]:
     """run_grader_as(mode, runs, **grader_setup) -> what a grader process observed, graded on ONE fork server.
 
-    ``mode``: "root" (this interpreter, as root) or "user" (a ``useradd``-created user through ``runuser``, with
-    /usr/bin/python3; the tests' own user when they do not run as root). ``runs``: dicts with ``code``, ``tests``
+    ``mode``: "root" (this interpreter, as root) or "user" (``user_python``: a ``useradd``-created user through
+    ``runuser``; the tests' own user when they do not run as root). ``runs``: dicts with ``code``, ``tests``
     [(input, output)], optional ``testtype``/``fn_name``, and ``raw`` (report stdout/stderr instead of a verdict).
     ``grader_setup``: ``config`` (GraderConfig fields), ``grader_key`` (a secret put in the grader's session
     keyring), ``umask``, ``cwd`` (entered before the server starts), ``close_std_fds``, and ``env`` / ``stdio``
@@ -322,22 +396,11 @@ def run_grader_as() -> Iterator[Callable[..., dict]]:
         scenario.chmod(0o777)
         spec, out = scenario / "spec.json", scenario / "observed.json"
         spec.write_text(json.dumps({"runs": runs, **setup}))
-        environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), **(env or {})}
-        if mode == "user" and os.geteuid() == 0:
-            python = shutil.which("python3.11", path="/usr/bin:/usr/local/bin") or "/usr/bin/python3"
-            runuser = shutil.which("runuser") or "/usr/sbin/runuser"
-            command = [
-                runuser,
-                "-u",
-                _ensure_unprivileged_user(),
-                "--",
-                python,
-                "-c",
-                SCENARIO_SCRIPT,
-                str(spec),
-                str(out),
-            ]
+        if mode == "user":
+            environment = user_python.environment(**(env or {}))
+            command = user_python.command("-c", SCENARIO_SCRIPT, str(spec), str(out))
         else:
+            environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT), **(env or {})}
             command = [sys.executable, "-c", SCENARIO_SCRIPT, str(spec), str(out)]
         streams = {"stdin": stdio, "stdout": stdio, "stderr": stdio} if stdio is not None else {"capture_output": True}
         completed = subprocess.run(command, env=environment, timeout=300, check=False, **streams)

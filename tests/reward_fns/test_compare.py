@@ -1,6 +1,9 @@
 """Output comparison rules of reward_fns.compare: each rule, and each false positive it must reject."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -210,3 +213,63 @@ def test_functional_bad_expected_json_is_a_ground_truth_error():
 def test_functional_text_that_is_not_the_harness_json_matches_nothing(actual):
     """Only a program writing its own result file produces such text: never a match, never a grader error."""
     assert not functional_matches(actual, '{"a": 1, "b": 2}' if "b" in actual else "1", LCB)
+
+
+# ---- time: no quadratic step on hostile outputs ----
+
+
+@pytest.fixture
+def default_int_digit_limit():
+    """Python's own limit on int <-> str conversions (4,300 digits): the comparison must never need more."""
+    previous = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(4300)
+    yield
+    sys.set_int_max_str_digits(previous)
+
+
+@pytest.mark.usefixtures("default_int_digit_limit")
+@pytest.mark.parametrize("config", BOTH, ids=["lcb", "tolerant"])
+def test_long_integers_are_compared_as_digits_never_converted(config):
+    """A converted multi-million-digit integer held the GIL for minutes (quadratic); past 400 digits the digits
+    are compared as text, so no conversion (limited to 4,300 digits here) is ever made."""
+    digits = "9" * 1_000_000
+    assert functional_matches(f"[{digits},1]", f"[{digits}, 1]", config)
+    assert not functional_matches(f"[{digits},1]", f"[{digits[:-1]}8, 1]", config)
+    assert not functional_matches(f"[{digits},1]", f"[-{digits}, 1]", config)
+    assert not functional_matches(f"[{digits}]", "[1.5]", config)
+    assert not functional_matches("[1.5]", f"[{digits}]", config)
+    assert not functional_matches(f"[{digits[:401]}]", f"[{digits[:400]}]", config)
+    assert functional_matches("[1" + "0" * 22 + "]", "[1e22]", config)  # short integers are still values
+    assert functional_matches("[1" + "0" * 299 + "]", "[1e299]", config) == (config is TOLERANT)
+
+
+@pytest.mark.usefixtures("default_int_digit_limit")
+def test_expected_integers_past_the_conversion_limit_are_kept_as_digits():
+    digits = "7" * 200_000
+    assert functional_matches(f'{{"a":[{digits},0]}}', f'{{"a": [{digits}, -0]}}', LCB)
+    assert not functional_matches(f'{{"a":[{digits},1]}}', f'{{"a": [{digits}, -0]}}', LCB)
+
+
+@pytest.mark.parametrize("config", BOTH, ids=["lcb", "tolerant"])
+def test_exponents_past_decimals_range_are_wrong_answers_not_grader_errors(config):
+    """``Decimal("1e99999999999999999999")`` raises; LiveCodeBench's judge calls that a wrong answer too."""
+    assert not stdout_matches("1e99999999999999999999", "1", config)
+    assert not stdout_matches("1", "1e-99999999999999999999", config)
+    assert stdout_matches("1e99999999999999999999", "1e99999999999999999999", config)
+
+
+@pytest.mark.integration  # a subprocess timing every worst case once at 2 MB: ~5 s (the quadratic versions: hours)
+def test_every_worst_case_finishes_at_two_megabytes():
+    """The benchmark's worst inputs (extraction, stdin and functional comparison, result parsing) at 2 MB each.
+    Linear code takes seconds in all; the quadratic versions replaced here took hours at this size (a 40,000-tag
+    text took 39 s to extract, 14 times fewer tags than here), so the generous deadline cannot be a machine's speed."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "grader_worst_cases.py"
+    completed = subprocess.run(
+        [sys.executable, str(script), "--min-mb", "2", "--max-mb", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.count("\n") >= 15, completed.stdout

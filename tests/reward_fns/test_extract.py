@@ -1,8 +1,11 @@
 """Code extraction rules of reward_fns.extract."""
 
+import random
+import re
+
 import pytest
 
-from reward_fns.extract import extract_code
+from reward_fns.extract import extract_code, strip_reasoning
 
 FENCE = "```"
 
@@ -85,3 +88,17 @@ def test_unterminated_think_means_no_answer():
 def test_closing_think_without_opening_tag_ends_the_reasoning():
     text = f"the prompt opened the think tag\n{block('print(0)')}\n</think>\n{block('print(1)')}"
     assert extract_code(text) == "print(1)"
+
+
+def test_think_sections_are_removed_as_the_rule_reads_on_random_texts():
+    """Rule 1 against the plain reading of it (a non-greedy ``<think>.*?</think>`` substitution), on texts built
+    from the tags and their fragments."""
+    rule = re.compile(r"<think>.*?</think>", re.DOTALL)
+    pieces = ["<think>", "</think>", "<think", "think>", "</", "a", "\n", block("print(1)") + "\n"]
+    rng = random.Random(3)
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        without = rule.sub("", text)
+        if "</think>" in without:
+            without = without.rsplit("</think>", 1)[1]
+        assert strip_reasoning(text) == (None if "<think>" in without else without), text

@@ -6,6 +6,9 @@ took at most 1.5 s per test on this 2-core machine shared by several jobs (load 
 """
 
 import json
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -13,6 +16,8 @@ import pytest
 from data_prep.sample import load_problems, load_solutions
 from reward_fns import compute_score
 from reward_fns.grade import main as grade_main
+from reward_fns.sandbox import GraderPool
+from reward_fns.types import GraderConfig, Problem
 
 # Every bundled completion graded by fork-server pools (the CLI's and compute_score's): about a minute.
 pytestmark = pytest.mark.integration
@@ -72,3 +77,32 @@ def test_cli_gives_every_solution_its_expected_verdict(problems, solutions, tmp_
     assert [(row["problem_id"], row["kind"]) for row in rows] == [(s.problem_id, s.kind) for s in solutions]
     assert all(row["verdict"] == row["expected_verdict"] for row in rows)
     assert f"{len(solutions)} completions, {len(solutions)} with expected_verdict, 0 mismatches" in table
+
+
+@pytest.fixture
+def saturated_machine():
+    """A busy process on every core, at the graders' own priority, for the length of the test."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    yield len(busy)
+    for process in busy:
+        process.kill()
+        process.wait()
+
+
+def test_verdicts_do_not_depend_on_the_machines_load(problems, solutions, saturated_machine):
+    """Every bundled solution but the too-slow ones, graded while every core is busy: the verdicts a quiet machine
+    gives. A run's wall-clock limit does not count the time its program waited for a CPU (up to 3 times the limit),
+    the memory sampler counts what the run holds, not how long it took. The time_limit programs are left out: a
+    busier machine can only make them slower, and each would cost several seconds here (~20 s for the rest)."""
+    graded = [solution for solution in solutions if solution.expected_verdict != "time_limit"]
+    parsed = {problem_id: Problem.from_ground_truth(problem.ground_truth) for problem_id, problem in problems.items()}
+    jobs = [(solution.code, parsed[solution.problem_id]) for solution in graded if solution.code is not None]
+    with GraderPool(workers=2, config=GraderConfig(time_limit_s=TIME_LIMIT_S)) as pool:
+        results = iter(list(pool.grade_many(jobs)))
+    verdicts = [str(next(results).verdict) if solution.code is not None else "no_code" for solution in graded]
+    wrong = [
+        (solution.problem_id, solution.kind, solution.expected_verdict, verdict)
+        for solution, verdict in zip(graded, verdicts, strict=True)
+        if verdict != solution.expected_verdict
+    ]
+    assert wrong == []

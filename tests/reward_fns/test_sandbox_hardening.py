@@ -206,6 +206,109 @@ def test_memory_held_outside_the_address_space_is_bounded_and_memory_limit(mode,
     assert observed["results"][1]["verdict"] == "memory_limit", observed["results"][1]
 
 
+KERNEL_BUFFERS = {
+    "socket buffers": r"""
+import os, socket, time
+for _ in range(3):
+    if os.fork() == 0:
+        break
+held = []
+try:
+    while True:
+        a, b = socket.socketpair()
+        try:
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
+        except OSError:
+            pass
+        a.setblocking(False)
+        try:
+            while True:
+                a.send(b"x" * 65536)
+        except BlockingIOError:
+            pass
+        held.append((a, b))
+except OSError:
+    pass
+time.sleep(3)
+print("held", flush=True)
+""",
+    "pipe buffers": r"""
+import fcntl, os, time
+for _ in range(30):
+    if os.fork() == 0:
+        break
+held = []
+try:
+    while True:
+        r, w = os.pipe()
+        try:
+            fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+        except OSError:
+            pass
+        os.set_blocking(w, False)
+        try:
+            while True:
+                os.write(w, b"p" * 65536)
+        except BlockingIOError:
+            pass
+        held.append((r, w))
+except OSError:
+    pass
+time.sleep(3)
+print("held", flush=True)
+""",
+}
+"""Each parks what it can in kernel buffers (enlarged where the kernel allows) from several processes, far past a
+256 MB limit (with 8 MB send buffers: 768 MB held and accepted before), then prints ``held``."""
+
+BUFFER_LIMITS = r"""
+import errno, fcntl, os, socket
+def refused(action):
+    try:
+        action()
+        return "allowed"
+    except OSError as exc:
+        return errno.errorcode[exc.errno]
+a, b = socket.socketpair()
+r, w = os.pipe()
+print({
+    "SO_SNDBUF": refused(lambda: a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)),
+    "SO_RCVBUFFORCE": refused(lambda: a.setsockopt(socket.SOL_SOCKET, 33, 1 << 22)),
+    "F_SETPIPE_SZ": refused(lambda: fcntl.fcntl(w, 1031, 1 << 20)),
+    "AF_INET": refused(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
+    "AF_NETLINK": refused(lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW)),
+    "SOCK_DGRAM": refused(lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)),
+    "splice": refused(lambda: os.splice(r, w, 1, flags=os.SPLICE_F_NONBLOCK)),
+    "sendfile": refused(lambda: os.sendfile(w, r, None, 1)),
+    "unix stream": refused(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_NONBLOCK)),
+})
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_kernel_buffers_past_the_limit_are_memory_limit(mode, run_grader_as):
+    """Pipes and sockets hold memory no rlimit sees: the filter keeps their buffers at the default size and the
+    server counts each at that capacity."""
+    runs = [{"code": code, "tests": [("", "held")]} for code in KERNEL_BUFFERS.values()]
+    runs.append({"code": BUFFER_LIMITS, "tests": [("", "")], "raw": True})
+    observed = run_grader_as(mode, [*runs, _run(*PROBE)], config={"memory_limit_mb": 256, "time_limit_s": 20.0})
+    for name, result in zip(KERNEL_BUFFERS, observed["results"], strict=False):
+        assert result["verdict"] == "memory_limit", (name, result)
+        assert "buffer capacity" in result["detail"], (name, result)
+    assert eval(observed["results"][2]["stdout"]) == {
+        "SO_SNDBUF": "EPERM",
+        "SO_RCVBUFFORCE": "EPERM",
+        "F_SETPIPE_SZ": "EPERM",
+        "AF_INET": "EAFNOSUPPORT",
+        "AF_NETLINK": "EAFNOSUPPORT",
+        "SOCK_DGRAM": "ESOCKTNOSUPPORT",
+        "splice": "EPERM",
+        "sendfile": "EPERM",
+        "unix stream": "allowed",
+    }
+    assert observed["results"][3]["verdict"] == "accepted"
+
+
 # ---- 5. the host's terminals and devices are not in the sandbox ----
 
 WRITE_TERMINALS = """

@@ -1,5 +1,6 @@
-# expected_verdict: runtime_error
-# note: recursive find without path compression on a long chain of bridges overflows the recursion limit.
+# expected_verdict: accepted
+# note: recursive find without path compression, as deep as the longest chain of bridges: past CPython's
+# default recursion limit (1000), within the 50,000 that LiveCodeBench's judge sets before every program.
 import sys
 
 data = sys.stdin.buffer.read().split()

@@ -1,5 +1,6 @@
-# expected_verdict: runtime_error
-# note: recursive depth-first search with the default recursion limit: RecursionError on the 5000-camp chain.
+# expected_verdict: accepted
+# note: recursive depth-first search without raising the recursion limit, 5000 calls deep on the chain test:
+# past CPython's default limit (1000), within the 50,000 that LiveCodeBench's judge sets before every program.
 n = int(input())
 children = [[] for _ in range(n + 1)]
 if n >= 2:
