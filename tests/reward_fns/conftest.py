@@ -32,6 +32,16 @@ UNPRIVILEGED_USER = "nouscoder-sbx"
 FAST = GraderConfig(time_limit_s=5.0, total_time_budget_s=30.0)
 
 
+@pytest.fixture(autouse=True)
+def _int_digit_limit_restored() -> Iterator[None]:
+    """The harness's result conversion lifts CPython's int <-> str digit limit for its own (sandboxed, exiting)
+    process; a test calling it in-process must not leave the lifted limit to later tests (data_prep's
+    ``integer_too_long`` check depends on the default)."""
+    previous = sys.get_int_max_str_digits()
+    yield
+    sys.set_int_max_str_digits(previous)
+
+
 @pytest.fixture
 def grade() -> Callable[..., GradeResult]:
     """grade(code, [(input, output), ...], config=FAST) on stdin tests, through the public ``grade_program``."""
