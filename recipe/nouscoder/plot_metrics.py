@@ -2,7 +2,8 @@
 
 Reads the JSON-lines log of verl's ``file`` logger (``trainer.logger=[console,file]``; one
 ``{"step": N, "data": {metric: value}}`` a line, path from ``VERL_FILE_LOGGER_PATH`` or
-``<VERL_FILE_LOGGER_ROOT>/<project>/<experiment>.jsonl``). Lines that are flat ``{"step": N, metric: value}``
+``<VERL_FILE_LOGGER_ROOT>/<project>/<experiment>.jsonl``), with the earlier segments a resumed run left beside it
+(``metrics.<k>.jsonl``, recipe.nouscoder.main). Lines that are flat ``{"step": N, metric: value}``
 objects are read too.
 
     python -m recipe.nouscoder.plot_metrics --log run.jsonl --out-dir plots/
@@ -20,6 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from recipe.nouscoder.select_checkpoint import metrics_segments  # noqa: E402
 
 Series = dict[str, tuple[list[int], list[float]]]
 
@@ -71,22 +74,24 @@ MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 def read_metrics_log(path: str | Path) -> Series:
-    """``{metric: (steps, values)}`` of every numeric, finite metric in a JSON-lines log, in step order."""
-    points: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for line_number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{line_number}: not a JSON line ({error.msg})") from error
-        if "step" not in record:
-            raise ValueError(f"{path}:{line_number}: no 'step' key; expected verl file-logger lines")
-        data = record["data"] if isinstance(record.get("data"), dict) else record
-        for key, value in data.items():
-            if key != "step" and isinstance(value, int | float) and math.isfinite(value):
-                points[key].append((int(record["step"]), float(value)))
-    return {key: ([s for s, _ in sorted(pairs)], [v for _, v in sorted(pairs)]) for key, pairs in points.items()}
+    """``{metric: (steps, values)}`` of every numeric, finite metric in a JSON-lines log and its earlier segments
+    (``metrics.<k>.jsonl`` of resumed invocations), in step order; a step logged again keeps its later value."""
+    points: dict[str, dict[int, float]] = defaultdict(dict)
+    for segment in metrics_segments(Path(path)):
+        for line_number, line in enumerate(segment.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{segment}:{line_number}: not a JSON line ({error.msg})") from error
+            if "step" not in record:
+                raise ValueError(f"{segment}:{line_number}: no 'step' key; expected verl file-logger lines")
+            data = record["data"] if isinstance(record.get("data"), dict) else record
+            for key, value in data.items():
+                if key != "step" and isinstance(value, int | float) and math.isfinite(value):
+                    points[key][int(record["step"])] = float(value)
+    return {key: (sorted(by_step), [by_step[step] for step in sorted(by_step)]) for key, by_step in points.items()}
 
 
 def build_figure(series: Series, name: str, title: str) -> Figure | None:

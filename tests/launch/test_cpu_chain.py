@@ -6,7 +6,7 @@ The node has no GPU for the job (no --gpus-per-node): the wrapper gives Ray 2 lo
 CPUs, as on a CPU-only Slurm cluster. This is also the CI run of the synchronous trainer (`nouscoder_sync`, 2 FSDP
 ranks, grpo_plus + dapo with TIS, the Ray grading pool as reward, known answers for every response, so that some
 problem's whole group passes and leaves training through the online filter); the separate-async trainer runs in
-tests/recipe/test_cpu_training_e2e.py. Checked: mixed rewards, gradients, on-policy TIS weights, the recipe's
+tests/recipe/test_cpu_learning.py. Checked: mixed rewards, gradients, on-policy TIS weights, the recipe's
 metrics, the merged model holds trained weights and generates, the online-filter state restored on resume,
 plot_metrics, and no process of either job left.
 """
@@ -26,7 +26,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from data_prep.build_deepcoder_mix import main as build_data
 from recipe.nouscoder.online_filter import STATE_FILE_NAME
 from tests.launch.test_slurm_chain import REPO, assert_ray_lifecycle, launch_env
-from tests.recipe.test_cpu_training_e2e import E2E_MARKER_ENV, processes_marked
+from tests.recipe.cpu_runs import E2E_MARKER_ENV, processes_marked
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 STAGES = ("debug_cpu", "debug_cpu_extended")

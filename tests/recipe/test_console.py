@@ -1,5 +1,5 @@
 """The progress console: a short line per step from verl's metrics file, the rest of the output in a log file, and
-errors visible (recipe/nouscoder/console.py, progress.py). The real CPU run with it: test_cpu_training_e2e.py."""
+errors visible (recipe/nouscoder/console.py, progress.py). The real CPU run with it: test_cpu_learning.py."""
 
 from __future__ import annotations
 

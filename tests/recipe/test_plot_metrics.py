@@ -1,5 +1,7 @@
 """plot_metrics reads a metrics log written by verl's own file logger and makes the three PNGs."""
 
+import json
+
 import matplotlib.image
 import pytest
 from verl.utils.tracking import FileLogger
@@ -49,6 +51,16 @@ def test_read_metrics_log_returns_the_logged_series(metrics_log):
     # incorrect length = min(4 + 2 * step, 40): 6, 8, ..., 20
     assert values == [float(4 + 2 * step) for step in steps]
     assert series["nouscoder/temperature"][1] == [0.8] * 4 + [1.2] * 4
+
+
+def test_a_resumed_runs_earlier_segments_are_read_and_a_step_logged_again_keeps_its_later_value(tmp_path):
+    def line(step: int, rate: float) -> str:
+        return json.dumps({"step": step, "data": {"nouscoder/pass_rate": rate}}) + "\n"
+
+    (tmp_path / "metrics.1.jsonl").write_text(line(1, 0.1) + line(2, 0.2))
+    (tmp_path / "metrics.2.jsonl").write_text(line(2, 0.25) + line(3, 0.3))  # crashed after step 3's log line
+    (tmp_path / "metrics.jsonl").write_text(line(3, 0.35) + line(4, 0.4))
+    assert read_metrics_log(tmp_path / "metrics.jsonl")["nouscoder/pass_rate"] == ([1, 2, 3, 4], [0.1, 0.25, 0.35, 0.4])
 
 
 def test_plot_command_writes_three_pngs(metrics_log, tmp_path, capsys):

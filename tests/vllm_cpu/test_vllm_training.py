@@ -9,7 +9,7 @@ debug_cpu cpu_rollout=vllm [cpu_layout=separate_async]`, through the CLI in a su
 - ``nouscoder_separate_async``: 1 trainer rank, 1 standalone vLLM replica (verl's vLLM server with abort/resume and
   the partial-rollout client), weights over ``cpu_gloo`` into vLLM; half known answers. 2 steps with a checkpoint at
   step 2, then the same command with 3 steps resumes at step 3 with the online-filter state: the checks of
-  tests/recipe/test_cpu_training_e2e.py.
+  tests/recipe/test_cpu_learning.py.
 
 After every invocation: no process of the run is left, and no shared-memory segment the run created stays in
 /dev/shm (vLLM's ``psm_*`` message queues, multiprocessing's ``sem.mp-*``; recipe/nouscoder/rollout_shutdown.py).
@@ -31,7 +31,7 @@ import pytest
 
 from recipe.nouscoder.online_filter import STATE_FILE_NAME
 from tests.launch.test_cpu_chain import assert_trained_on_policy_with_the_recipes_parts
-from tests.recipe.test_cpu_training_e2e import E2E_MARKER_ENV, metrics, processes_marked
+from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
