@@ -1,24 +1,25 @@
 """Both trainers of the recipe on verl's real vLLM rollout, on CPU: `python -m recipe.nouscoder.main --config-name
 debug_cpu cpu_rollout=vllm [cpu_layout=separate_async]`, through the CLI in a subprocess, as a user runs it.
 
-- ``nouscoder_sync``: 2 FSDP ranks, each hosting a vLLM replica (colocated, verl's ``naive`` weight sync into vLLM
-  through the project's reload extension), the Ray grading pool; known answers for every response, so that some
-  problem's whole group passes. 2 steps, checkpoint at step 2. The checks of the CPU chain's sync run
-  (tests/launch/test_cpu_chain.py): mixed rewards, gradients, on-policy TIS weights near 1 (vLLM's fp32 log-probs
-  are the learner's), the recipe's metrics.
+- ``nouscoder_sync`` with the multi-turn loop (``+multi_turn=debug_cpu``): 2 FSDP ranks, each hosting a vLLM replica
+  (colocated, verl's ``naive`` weight sync into vLLM through the project's reload extension), the Ray grading pool;
+  half of the first answers scripted (``by_turn: [failing, passing]``: a failing bundled program, public-test
+  feedback, a passing revision), the others the random model's. 2 steps, validation and a checkpoint at step 2. The
+  checks of the CPU chain's sync run (tests/launch/test_cpu_chain.py: mixed rewards, gradients, on-policy TIS weights
+  near 1, as vLLM's fp32 log-probs are the learner's, the recipe's metrics) and of the multi-turn loop: two turns
+  used, feedback given and masked out of the trained batch, revisions passing the public and the hidden tests.
 - ``nouscoder_separate_async``: 1 trainer rank, 1 standalone vLLM replica (verl's vLLM server with abort/resume and
-  the partial-rollout client), weights over ``cpu_gloo`` into vLLM; half known answers. 2 steps with a checkpoint at
-  step 2, then the same command with 3 steps resumes at step 3 with the online-filter state: the checks of
-  tests/recipe/test_cpu_learning.py.
+  the partial-rollout client), weights over ``cpu_gloo`` into vLLM; half known answers; 3 steps, the staged
+  temperature changing at step 3. Resuming from a checkpoint is the learning test's (tests/recipe/test_cpu_learning.py):
+  nothing of it depends on the rollout engine.
 
 After every invocation: no process of the run is left, and no shared-memory segment the run created stays in
 /dev/shm (vLLM's ``psm_*`` message queues, multiprocessing's ``sem.mp-*``; recipe/nouscoder/rollout_shutdown.py).
-Cost: three CLI invocations, each with vLLM start-up (about 5-7 minutes together on an idle 2-core machine).
+Cost: two CLI invocations, each with vLLM start-up (about 4-5 minutes together on an idle 2-core machine).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from recipe.nouscoder.online_filter import STATE_FILE_NAME
+from data_prep.build_deepcoder_mix import main as build_data
 from tests.launch.test_cpu_chain import assert_trained_on_policy_with_the_recipes_parts
 from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
 
@@ -97,34 +98,50 @@ def steps_of(records: list[dict]) -> dict[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def sync_run(sample_data_dir, tiny_model_dir, tmp_path_factory) -> Invocations:
+def sync_run(tiny_model_dir, tmp_path_factory) -> Invocations:
     runs = Invocations(tmp_path_factory.mktemp("vllm_sync") / "run")
-    runs.run(sample_data_dir, tiny_model_dir, 2, "nouscoder.cpu.known_answers.fraction=1.0")
+    data_dir = runs.run_dir.parent / "sample_data_public1"  # the multi-turn overlay's data: one public test each
+    assert build_data(["--from", "sample", "--out", str(data_dir), "--public-tests", "1"]) == 0
+    runs.run(data_dir, tiny_model_dir, 2, "+multi_turn=debug_cpu", "trainer.test_freq=2")
     return runs
 
 
 @pytest.fixture(scope="module")
 def async_run(sample_data_dir, tiny_model_dir, tmp_path_factory) -> Invocations:
     runs = Invocations(tmp_path_factory.mktemp("vllm_separate_async") / "run")
-    overrides = ("cpu_layout=separate_async", "nouscoder.cpu.known_answers.fraction=0.5")
-    runs.run(sample_data_dir, tiny_model_dir, 2, *overrides)
-    runs.run(sample_data_dir, tiny_model_dir, 3, *overrides)
+    runs.run(
+        sample_data_dir, tiny_model_dir, 3, "cpu_layout=separate_async", "nouscoder.cpu.known_answers.fraction=0.5"
+    )
     return runs
 
 
 def test_sync_trainer_trains_on_policy_on_vllm(sync_run):
     records = metrics(sync_run.run_dir / "metrics.jsonl")
-    assert [record["step"] for record in records] == [1, 2]
-    assert_trained_on_policy_with_the_recipes_parts([record["data"] for record in records])
+    train = [record["data"] for record in records if "actor/grad_norm" in record["data"]]
+    assert len(train) == 2
+    assert_trained_on_policy_with_the_recipes_parts(train)
     assert (sync_run.run_dir / "global_step_2" / "actor").is_dir()
     assert "vLLM on CPU: reloaded" in sync_run.log  # the weight sync went through the project's extension
-    print(f"sync on vLLM: wall {sync_run.wall_s} s, steps {[r['data']['timing_s/step'] for r in records]} s")
+    print(f"sync on vLLM: wall {sync_run.wall_s} s, steps {[step['timing_s/step'] for step in train]} s")
 
 
-def test_separate_async_trainer_trains_and_resumes_on_vllm(async_run):
-    first, resumed = metrics(async_run.run_dir / "metrics.1.jsonl"), metrics(async_run.run_dir / "metrics.jsonl")
-    assert [record["step"] for record in first + resumed] == [1, 2, 3]
-    steps = steps_of(first + resumed)
+def test_multi_turn_feedback_on_vllm(sync_run):
+    records = [record["data"] for record in metrics(sync_run.run_dir / "metrics.jsonl")]
+    train = [step for step in records if "multi_turn/turns/mean" in step]
+    assert len(train) == 2
+    for step in train:
+        assert step["multi_turn/turns/max"] == 2 and step["multi_turn/feedback/given"] > 0
+        assert step["multi_turn/feedback_tokens/mean"] > 0
+        assert step["multi_turn/mask_mismatch"] == 0  # on the trained batch: feedback masked, model tokens kept
+        assert step["multi_turn/public_pass_rate/turn_2"] > 0 and step["multi_turn/stop_reason/public_passed"] > 0
+        assert step["multi_turn/hidden_pass_rate/last_turn"] > step["multi_turn/hidden_pass_rate/first_turn"]
+        assert step["multi_turn/public_tests_errors"] == 0
+    assert any(key.startswith("val-core/") for step in records for key in step)  # validation ran the same loop
+
+
+def test_separate_async_trainer_trains_on_vllm(async_run):
+    steps = steps_of(metrics(async_run.run_dir / "metrics.jsonl"))
+    assert sorted(steps) == [1, 2, 3]
     assert any(step["grading/verdict/accepted"] > 0 for step in steps.values())
     assert any(step["critic/score/min"] < 0 < step["critic/score/max"] for step in steps.values())
     assert all(step["actor/grad_norm"] > 0 for step in steps.values())
@@ -133,8 +150,7 @@ def test_separate_async_trainer_trains_and_resumes_on_vllm(async_run):
     assert all(0 < step["rollout_corr/rollout_is_mean"] <= 2.0 for step in steps.values())  # off-policy, capped
     assert all(step["cpu_gloo/weight_sync_mib"] > 0 for step in steps.values())
     assert (steps[1]["nouscoder/temperature"], steps[3]["nouscoder/temperature"]) == (1.0, 1.1)
-    saved = json.loads((async_run.run_dir / "global_step_2" / STATE_FILE_NAME).read_text())["solved_in_epoch"]
-    assert steps[3]["nouscoder/online_filter/removed_problems"] >= len(saved)
+    assert (async_run.run_dir / "global_step_2" / "actor").is_dir()
     print(f"separate_async on vLLM: wall {async_run.wall_s} s, steps {[s['timing_s/step'] for s in steps.values()]} s")
 
 
