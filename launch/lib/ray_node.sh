@@ -73,9 +73,10 @@ wait_for_head_gcs() {
 
 # Live (not zombie) processes whose command line contains this node's Ray temp dir, and all their
 # descendants, one per line as "PID TOP" where TOP is 1 for the topmost ones (`ray start --block`, which
-# stops its children in order).
+# stops its children in order). `ps -ww`: whole command lines; with COLUMNS set (pytest-xdist's workers, some
+# batch shells) ps cuts them to its width, and a long temp dir was then never found.
 job_ray_pids() {
-  ps -eo pid=,ppid=,stat=,args= | MARK="$NODE_RAY_TMP" SELF=$$ awk '
+  ps -ww -eo pid=,ppid=,stat=,args= | MARK="$NODE_RAY_TMP" SELF=$$ awk '
     $3 ~ /^Z/ { next }
     { parent[$1] = $2; if ($1 != ENVIRON["SELF"] && index($0, ENVIRON["MARK"]) > 0) keep[$1] = 1 }
     END {

@@ -253,6 +253,7 @@ def test_node_stop_kills_this_jobs_ray_tree_and_nothing_else(tmp_path):
                 "RAY_NODE_NAME": "n1",
                 "RAY_NODE_INDEX": "1",
                 "RAY_STOP_GRACE_S": "2",
+                "COLUMNS": "80",  # sbatch passes the user's on; ps cut command lines to it, hiding the temp dir
             },
         )
         assert result.returncode == 0, result.stderr
