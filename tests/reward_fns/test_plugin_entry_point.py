@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import json, logging, sys
 
@@ -39,12 +41,14 @@ def import_verl_in_fresh_interpreter(plugins_policy: str | None) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.integration  # a fresh interpreter importing verl: ~5 s
 def test_import_verl_loads_verl_ext_through_the_entry_point():
     probe = import_verl_in_fresh_interpreter(plugins_policy=None)
     assert probe["verl_ext_loaded"]
     assert probe["plugin_failures"] == []
 
 
+@pytest.mark.integration  # a fresh interpreter importing verl: ~5 s
 def test_without_plugins_verl_ext_is_not_imported():
     """Control: with verl's plugin discovery off, nothing else pulls verl_ext in, so the entry point is the cause."""
     probe = import_verl_in_fresh_interpreter(plugins_policy="none")

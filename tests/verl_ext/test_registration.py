@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ESTIMATORS = ["grpo_plus", "microcoder_grpo"]
 LOSSES = ["dapo", "gspo_seq", "gspo_plus"]
 
@@ -50,6 +52,7 @@ def run_probe(plugins_policy: str | None, import_verl_ext_after: bool = False) -
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.integration  # a fresh interpreter importing verl: ~5 s
 def test_import_verl_alone_registers_every_name():
     result = run_probe(plugins_policy=None)
     assert result["loaded"]
@@ -58,6 +61,7 @@ def test_import_verl_alone_registers_every_name():
     assert result["heavy_modules"] == [], "the plugin import must stay cheap"
 
 
+@pytest.mark.integration  # a fresh interpreter importing verl: ~5 s
 def test_plugins_switched_off_then_import_verl_ext_registers():
     result = run_probe(plugins_policy="none", import_verl_ext_after=True)
     assert not result["loaded"]

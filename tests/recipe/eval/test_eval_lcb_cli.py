@@ -164,6 +164,7 @@ def test_report_csv_and_plots_are_written(sample_eval: dict) -> None:
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
 
+@pytest.mark.integration  # the CLI in a subprocess, killed and rerun
 def test_resume_after_kill_gives_the_same_results(sample_eval: dict) -> None:
     out = sample_eval["root"] / "killed"
     graded = out / "graded.jsonl"
