@@ -26,7 +26,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from data_prep.build_deepcoder_mix import main as build_data
 from recipe.nouscoder.online_filter import STATE_FILE_NAME
 from tests.launch.test_slurm_chain import REPO, assert_ray_lifecycle, launch_env
-from tests.recipe.cpu_runs import E2E_MARKER_ENV, processes_marked
+from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 STAGES = ("debug_cpu", "debug_cpu_extended")
@@ -50,12 +50,8 @@ def submit(local_slurm, work: Path, env: dict[str, str], data: Path) -> tuple[in
     )
 
 
-def records(metrics_file: Path) -> list[dict]:
-    return [json.loads(line) for line in metrics_file.read_text().splitlines() if line.strip()]
-
-
 def steps_logged(metrics_file: Path) -> list[int]:
-    return [record["step"] for record in records(metrics_file)]
+    return [record["step"] for record in metrics(metrics_file)]
 
 
 def assert_trained_on_policy_with_the_recipes_parts(steps: list[dict]) -> None:
@@ -125,7 +121,7 @@ def test_cpu_chain_selects_extends_and_resumes_a_killed_stage(local_slurm, tmp_p
     for step in (1, 2):
         shards = list((stage1 / "checkpoints" / f"global_step_{step}" / "actor").glob("optim_world_size_2_rank_*.pt"))
         assert len(shards) == (2 if step == selected else 0), (step, selected, shards)  # 2 FSDP ranks
-    stage1_records = records(stage1 / "checkpoints" / "metrics.jsonl")
+    stage1_records = metrics(stage1 / "checkpoints" / "metrics.jsonl")
     assert [record["step"] for record in stage1_records] == [1, 2]  # real steps of the real trainer
     assert_trained_on_policy_with_the_recipes_parts([record["data"] for record in stage1_records])
     assert_holds_trained_weights_and_generates(best1, stage1 / "checkpoints" / "tiny_qwen2")
@@ -144,7 +140,7 @@ def test_cpu_chain_selects_extends_and_resumes_a_killed_stage(local_slurm, tmp_p
     assert steps_logged(stage2 / "checkpoints" / "metrics.1.jsonl") == [1]
     saved = json.loads((stage2 / "checkpoints" / "global_step_1" / STATE_FILE_NAME).read_text())["solved_in_epoch"]
     assert saved, "with known answers for every response, some problem's whole group passes in step 1"
-    [resumed] = records(stage2 / "checkpoints" / "metrics.jsonl")
+    [resumed] = metrics(stage2 / "checkpoints" / "metrics.jsonl")
     assert resumed["data"]["nouscoder/online_filter/removed_problems"] >= len(saved)  # the state came back
     best2 = Path((stage2 / "best_model").read_text().strip())
     assert (best2 / "config.json").is_file()
