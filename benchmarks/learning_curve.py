@@ -31,12 +31,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from recipe.nouscoder.cpu import build_missing_learning_inputs
+from recipe.nouscoder.cpu import learning_inputs
 from recipe.nouscoder.learning_curve import training_curve, validation_curve
-from recipe.nouscoder.main import config_dir
 from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME, read_step_metrics
 
 TRAINERS = {
@@ -67,19 +65,6 @@ class RunResult:
 
     def training_seconds_to(self, step: int) -> float:
         return sum(seconds for at, seconds in self.step_seconds.items() if at <= step)
-
-
-def learning_inputs(config_name: str, inputs_dir: Path) -> list[str]:
-    """Build the task family and the warm start once in ``inputs_dir`` (the configs' own settings); the overrides
-    that point a run at them."""
-    overrides = [
-        f"nouscoder.cpu.learning.data_dir={inputs_dir / 'learn_data'}",
-        f"nouscoder.cpu.learning.model_dir={inputs_dir / 'learn_model'}",
-    ]
-    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-        config = compose(config_name, overrides=[f"trainer.default_local_dir={inputs_dir}", *overrides])
-    build_missing_learning_inputs(config.nouscoder.cpu.learning)
-    return overrides
 
 
 def run(name: str, config_name: str, control: str | None, overrides: list[str], out_dir: Path) -> RunResult:

@@ -2,7 +2,7 @@
 not (the short version of benchmarks/learning_curve.py, issue 23). These runs are also the CI run of the
 separate-async trainer (``nouscoder_separate_async``; the synchronous one runs in tests/launch/test_cpu_chain.py).
 
-The task family and the warm-started model are built once (``recipe.nouscoder.cpu.build_missing_learning_inputs``,
+The task family and the warm-started model are built once (``recipe.nouscoder.cpu.learning_inputs``,
 the configs' own settings); then the real CLI runs ``--config-name debug_cpu_learn_async`` as a user would:
 NousCoder's separate-async trainer (a standalone hf_cpu server sampling while the trainer trains, weights over
 ``cpu_gloo``), microcoder_grpo with a repetition window + GSPO+ with sequence-level TIS, dynamic sampling and the
@@ -35,11 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from recipe.nouscoder.cpu import build_missing_learning_inputs
+from recipe.nouscoder.cpu import learning_inputs
 from recipe.nouscoder.learning_curve import validation_curve
-from recipe.nouscoder.main import config_dir
 from recipe.nouscoder.online_filter import STATE_FILE_NAME
 from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME, read_step_metrics
 from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
@@ -64,18 +62,6 @@ class LearningRuns:
     logs: dict[str, str] = field(default_factory=dict)
     wall_s: dict[str, float] = field(default_factory=dict)
     leftover: list[str] = field(default_factory=list)
-
-    def inputs(self) -> list[str]:
-        """Builds the task family and the warm start (once) where the configs put them; their overrides."""
-        inputs = self.out / "inputs"
-        overrides = [
-            f"nouscoder.cpu.learning.data_dir={inputs / 'learn_data'}",
-            f"nouscoder.cpu.learning.model_dir={inputs / 'learn_model'}",
-        ]
-        with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-            config = compose(CONFIG, overrides=[f"trainer.default_local_dir={inputs}", *overrides])
-        build_missing_learning_inputs(config.nouscoder.cpu.learning)
-        return overrides
 
     def invoke(self, name: str, run: str, steps: int, *overrides: str) -> None:
         command = [
@@ -109,7 +95,7 @@ class LearningRuns:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> LearningRuns:
     runs = LearningRuns(tmp_path_factory.mktemp("cpu_learning"))
-    inputs = runs.inputs()
+    inputs = learning_inputs(CONFIG, runs.out / "inputs")
     checkpointed = [f"trainer.test_freq={RESUME_AT}", f"trainer.save_freq={RESUME_AT}"]
     runs.invoke("real", "real", RESUME_AT, *inputs, *checkpointed, "nouscoder.console=full")
     resumed = [*checkpointed, "trainer.val_before_train=false", "nouscoder.console=progress"]

@@ -118,6 +118,23 @@ def build_missing_learning_inputs(learning: DictConfig) -> None:
         logger.warning(f"CPU mode: warm start done in {info['build_s']} s, loss {info['supervised_loss'][-1]}")
 
 
+def learning_inputs(config_name: str, inputs_dir: Path) -> list[str]:
+    """Build the learning run's inputs once in ``inputs_dir`` with ``config_name``'s own settings (as
+    :func:`build_missing_learning_inputs`), for several runs to share; the overrides that point a run at them."""
+    from hydra import compose, initialize_config_dir
+
+    from recipe.nouscoder.main import config_dir  # main imports this package
+
+    overrides = [
+        f"nouscoder.cpu.learning.data_dir={inputs_dir / 'learn_data'}",
+        f"nouscoder.cpu.learning.model_dir={inputs_dir / 'learn_model'}",
+    ]
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        config = compose(config_name, overrides=[f"trainer.default_local_dir={inputs_dir}", *overrides])
+    build_missing_learning_inputs(config.nouscoder.cpu.learning)
+    return overrides
+
+
 def size_local_ray_cluster(config: DictConfig) -> None:
     """Logical CPUs/GPUs of the Ray cluster that ``ray.init`` starts here (none when joining a running cluster)."""
     if os.environ.get("RAY_ADDRESS"):
