@@ -138,6 +138,7 @@ test-fast: setup lint
 # steps) do not keep the demo waiting.
 # Each step runs under recipe.nouscoder.console: its whole output goes to $(DEMO_OUT)/logs/, the lines that matter
 # (and on failure the log's last lines) to the screen; training prints one line per step (nouscoder.console=progress).
+# Quoted where used: a checkout's path may hold spaces (hydra reads a quoted override value as one string).
 DEMO_RUN = $(abspath $(DEMO_OUT))/cpu_run
 DEMO_STEPS ?= 6
 DEMO_STEP = $(PY) -m recipe.nouscoder.console step
@@ -153,16 +154,16 @@ demo: setup system-deps
 	@$(DEMO_STEP) --label "demo 3/5: $(DEMO_STEPS) RL steps of debug_cpu_learn_async on CPU (held-out pass rate every 3)" \
 	  --log $(DEMO_OUT)/logs/train.log --show '^recipe.nouscoder.main: |^  (workers ready|step |validation)' -- \
 	  $(PY) -m recipe.nouscoder.main --config-name debug_cpu_learn_async nouscoder.console=progress \
-	  trainer.default_local_dir=$(DEMO_RUN) trainer.resume_mode=disable \
+	  'trainer.default_local_dir="$(DEMO_RUN)"' trainer.resume_mode=disable \
 	  trainer.total_training_steps=$(DEMO_STEPS) trainer.test_freq=3 actor_rollout_ref.rollout.val_kwargs.n=2
 	@$(DEMO_STEP) --label "demo 4/5: plots" --log $(DEMO_OUT)/logs/plots.log --show 'wrote' -- \
-	  $(PY) -m recipe.nouscoder.plot_metrics --log $(DEMO_RUN)/metrics.jsonl --out-dir $(DEMO_RUN)/plots
+	  $(PY) -m recipe.nouscoder.plot_metrics --log "$(DEMO_RUN)/metrics.jsonl" --out-dir "$(DEMO_RUN)/plots"
 	@echo "demo 5/5: what each step did"
-	@$(PY) -m recipe.nouscoder.run_summary $(DEMO_RUN)
+	@$(PY) -m recipe.nouscoder.run_summary "$(DEMO_RUN)"
 	@echo
 	@echo "Logs: $(DEMO_OUT)/logs/ (each step's whole output) and $(DEMO_RUN)/logs/ (Ray and verl)."
 	@echo "On a Slurm cluster (6 nodes x 8 GPUs), this recipe runs as:"
-	@echo "  sbatch launch/run_dapo_32k_to_40k.sh data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet"
+	@echo "  sbatch launch/run_dapo_32k_to_40k.sh 'data.train_files=$(abspath $(DEMO_OUT))/data/train.parquet' 'data.val_files=$(abspath $(DEMO_OUT))/data/test.parquet'"
 
 clean:
 	rm -rf $(VENV) $(GPU_VENV) $(VLLM_CPU_VENV) $(DEMO_OUT)
