@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -32,7 +33,7 @@ def bash(script: str, env: dict[str, str] | None = None, timeout: float = 60) ->
     """Run `script` in bash with the library sourced, without any Slurm variable from the caller."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith("SLURM") and key != "RAY_AUTH_MODE"}
     return subprocess.run(
-        [TEST_BASH, "-c", f"set -euo pipefail; source {LIB}; {script}"],
+        [TEST_BASH, "-c", f"set -euo pipefail; source {shlex.quote(str(LIB))}; {script}"],
         env={**clean, **(env or {})},
         capture_output=True,
         text=True,
