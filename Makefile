@@ -138,12 +138,12 @@ test-fast: setup lint
 # rate (verl's validation before training and every 3 steps) is the "held-out pass rate" line of the summary.
 # The grading check uses a 5 s test limit instead of 15 s so the 9 deliberately-too-slow programs (each >= 10^10
 # steps) do not keep the demo waiting.
-# Each step runs under recipe.nouscoder.console: its whole output goes to $(DEMO_OUT)/logs/, the lines that matter
+# Each step runs under recipe.nouscoder.run.console: its whole output goes to $(DEMO_OUT)/logs/, the lines that matter
 # (and on failure the log's last lines) to the screen; training prints one line per step (nouscoder.console=progress).
 # Quoted where used: a checkout's path may hold spaces (hydra reads a quoted override value as one string).
 DEMO_RUN = $(abspath $(DEMO_OUT))/cpu_run
 DEMO_STEPS ?= 6
-DEMO_STEP = $(PY) -m recipe.nouscoder.console step
+DEMO_STEP = $(PY) -m recipe.nouscoder.run.console step
 demo: setup system-deps
 	@rm -rf $(DEMO_OUT)/logs
 	@$(DEMO_STEP) --label "demo 1/5: parquet from the bundled sample" --log $(DEMO_OUT)/logs/data.log \
@@ -159,9 +159,9 @@ demo: setup system-deps
 	  'trainer.default_local_dir="$(DEMO_RUN)"' trainer.resume_mode=disable \
 	  trainer.total_training_steps=$(DEMO_STEPS) trainer.test_freq=3 actor_rollout_ref.rollout.val_kwargs.n=2
 	@$(DEMO_STEP) --label "demo 4/5: plots" --log $(DEMO_OUT)/logs/plots.log --show 'wrote' -- \
-	  $(PY) -m recipe.nouscoder.plot_metrics --log "$(DEMO_RUN)/metrics.jsonl" --out-dir "$(DEMO_RUN)/plots"
+	  $(PY) -m recipe.nouscoder.run.plot_metrics --log "$(DEMO_RUN)/metrics.jsonl" --out-dir "$(DEMO_RUN)/plots"
 	@echo "demo 5/5: what each step did"
-	@$(PY) -m recipe.nouscoder.run_summary "$(DEMO_RUN)"
+	@$(PY) -m recipe.nouscoder.run.run_summary "$(DEMO_RUN)"
 	@echo
 	@echo "Logs: $(DEMO_OUT)/logs/ (each step's whole output) and $(DEMO_RUN)/logs/ (Ray and verl)."
 	@echo "On a Slurm cluster (6 nodes x 8 GPUs), this recipe runs as:"

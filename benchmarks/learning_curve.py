@@ -10,7 +10,7 @@ Runs, one after the other through the real CLI (``python -m recipe.nouscoder.mai
 
 Dynamic sampling and the online filter are on in all of them; the task family's held-out problems are scored by
 verl's validation every ``trainer.test_freq`` steps and before training. Printed per run: held-out pass rate at
-step 0 and at the last step, training pass rate (every rollout generated, ``recipe.nouscoder.learning_curve``) over
+step 0 and at the last step, training pass rate (every rollout generated, ``recipe.nouscoder.run.learning_curve``) over
 the first and last ``--window`` steps, the first validated step whose held-out pass rate reaches ``--threshold`` and
 the training time to it (sum of ``timing_s/step``, validation left out), and the run's wall time; times also as
 ratios to the first run's (``base``), measured in the same invocation (the machine is shared; absolute times are noisy).
@@ -34,8 +34,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from recipe.nouscoder.cpu import learning_inputs
-from recipe.nouscoder.learning_curve import training_curve, validation_curve
-from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME, read_step_metrics
+from recipe.nouscoder.run.learning_curve import training_curve, validation_curve
+from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME, read_step_metrics
 
 TRAINERS = {
     "sync": ("debug_cpu_learn", "nouscoder_sync: grpo_plus + dapo"),

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "data_pre
 
 from data_prep_raw_sources import DEEPCODER, deepcoder_row, write_deepcoder  # noqa: E402
 
-from data_prep.build import BuildConfig, BuildStats, source_problems  # noqa: E402
+from data_prep.build import source_problems  # noqa: E402
+from data_prep.build_settings import BuildConfig, BuildStats  # noqa: E402
 from data_prep.sample import load_problems  # noqa: E402
 from data_prep.verify_solutions import LocalGrader, as_response, verify  # noqa: E402
 from reward_fns.extract import extract_code  # noqa: E402

@@ -12,7 +12,8 @@ import datetime
 import sys
 from pathlib import Path
 
-from data_prep.build import DEFAULT_TRAIN_SOURCES, BuildConfig, DateWindow, build_mix
+from data_prep.build import build_mix
+from data_prep.build_settings import DEFAULT_TRAIN_SOURCES, BuildConfig, DateWindow
 from data_prep.decontamination import DecontaminationConfig
 from data_prep.filters import QualityConfig
 from data_prep.loading import SourceUnavailable

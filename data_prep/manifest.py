@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from data_prep.sources import SOURCES
 
 if TYPE_CHECKING:
-    from data_prep.build import BuildConfig, BuildStats
+    from data_prep.build_settings import BuildConfig, BuildStats
 
 REPORT_LIST_LIMIT = 2000
 TABLE_COLUMNS = ("rows", "malformed", "train", "test", "filtered", "gold", "contaminated", "dup_within", "dup_across")

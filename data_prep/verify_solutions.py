@@ -40,8 +40,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from data_prep.build import BuildConfig, BuildStats, resolve_mode, source_problems
+from data_prep.build import resolve_mode, source_problems
 from data_prep.build_deepcoder_mix import add_source_arguments, source_settings
+from data_prep.build_settings import BuildConfig, BuildStats
 from data_prep.ground_truth import as_malformed, long_integers
 from data_prep.loading import SourceUnavailable, sample_problems
 from data_prep.problem import Problem

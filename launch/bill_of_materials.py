@@ -173,7 +173,7 @@ def _checkpoint_engine(name: str) -> None:
 def _trainer(name: str) -> None:
     from verl.trainer.ppo.v1 import get_trainer_cls
 
-    import recipe.nouscoder.trainer  # noqa: F401  registers nouscoder_sync / nouscoder_separate_async
+    import recipe.nouscoder.training.trainer  # noqa: F401  registers nouscoder_sync / nouscoder_separate_async
 
     get_trainer_cls(name)
 
@@ -284,9 +284,12 @@ def report(results: list[tuple[Entry, str | None]], node: str) -> list[str]:
 
 def gpu_experiment_configs(overrides: list[str]) -> dict[str, DictConfig]:
     """The experiment configs that run on GPUs, composed: every one but the CPU mode's (`trainer.device=cpu`)."""
-    from compose import compose_config, experiment_names  # hydra, verl: only where configs are composed
+    from recipe.nouscoder.configs import (  # hydra, verl: only where configs are composed
+        compose_experiment,
+        experiment_names,
+    )
 
-    composed = {name: compose_config(name, overrides) for name in experiment_names()}
+    composed = {name: compose_experiment(name, overrides) for name in experiment_names()}
     return {name: config for name, config in composed.items() if config.trainer.get("device") != "cpu"}
 
 
@@ -314,10 +317,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.manifest:
         entries = [Entry.from_json(item) for item in json.loads(args.manifest.read_text())]
     else:
-        from compose import compose_config
+        from recipe.nouscoder.configs import compose_experiment
 
         configs = (
-            {name: compose_config(name, args.overrides) for name in args.config}
+            {name: compose_experiment(name, args.overrides) for name in args.config}
             if args.config
             else gpu_experiment_configs(args.overrides)
         )

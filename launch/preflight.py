@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from bill_of_materials import bill_of_materials, merged
-from compose import compose_config
 from disk_plan import free_bytes, gb, generations_bytes, model_params, peak_bytes, stage_disk, used_bytes
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
@@ -43,7 +42,8 @@ from run_plan import (
 )
 from stage_layout import LayoutError, layout_overrides
 
-from recipe.nouscoder.required_values import check_required_values
+from recipe.nouscoder.configs import compose_experiment
+from recipe.nouscoder.run.required_values import check_required_values
 
 PLAN_KEYS = ("trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq")
 
@@ -238,7 +238,7 @@ def preflight(args: argparse.Namespace) -> None:
     rescore = dict(pair.split("=", 1) for pair in args.rescore)
     others = [*args.config, *rescore.values(), *filter(None, [args.eval_config, args.offline_filter_config])]
     names = list(dict.fromkeys([*stages, *others]))
-    composed = {name: compose_config(name, args.overrides) for name in names}
+    composed = {name: compose_experiment(name, args.overrides) for name in names}
     layouts = fit_layouts(composed, args.nodes, args.gpus_per_node)
     fitted = {name: with_overrides(config, layouts[name]) for name, config in composed.items()}
     for name in stages:

@@ -3,7 +3,7 @@
 verl's own `trainer.max_actor_ckpt_to_keep` keeps the newest K checkpoints, but NousCoder continues the next
 context stage from the checkpoint with the best LiveCodeBench score, which is often an older one. This pass
 keeps, in a verl checkpoint directory (`trainer.default_local_dir`):
-  - the `--keep-best` best-scoring complete checkpoints, ranked exactly as `recipe.nouscoder.select_checkpoint`
+  - the `--keep-best` best-scoring complete checkpoints, ranked exactly as `recipe.nouscoder.selection.select_checkpoint`
     ranks them (1: the one it selects; more when the stage chain re-scores the best few at a longer context);
   - the newest `--keep-last` complete checkpoints (the newest is what `trainer.resume_mode=auto` resumes from);
   - every `global_step_N` newer than `latest_checkpointed_iteration.txt` (a save still in progress);
@@ -25,13 +25,8 @@ import shutil
 import time
 from pathlib import Path
 
-from recipe.nouscoder.select_checkpoint import (
-    DEFAULT_METRIC_PATTERN,
-    METRICS_FILE_NAME,
-    TRACKER_FILE_NAME,
-    complete_checkpoint_steps,
-    ranked_checkpoints,
-)
+from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME, TRACKER_FILE_NAME, complete_checkpoint_steps
+from recipe.nouscoder.selection.select_checkpoint import DEFAULT_METRIC_PATTERN, ranked_checkpoints
 
 STEP_DIR = re.compile(r"^global_step_(\d+)$")
 

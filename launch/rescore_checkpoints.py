@@ -30,12 +30,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from recipe.nouscoder.select_checkpoint import (
+from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME, read_step_metrics
+from recipe.nouscoder.selection.select_checkpoint import (
     DEFAULT_METRIC_PATTERN,
-    METRICS_FILE_NAME,
     merge_to_hf,
     ranked_checkpoints,
-    read_step_metrics,
     resolve_metric_key,
 )
 

@@ -25,8 +25,9 @@ import argparse
 import math
 from dataclasses import dataclass
 
-from compose import compose_config
 from omegaconf import DictConfig
+
+from recipe.nouscoder.configs import compose_experiment
 
 # --- Qwen3-14B (its config.json): 40 layers, 40 query heads of 128 (attention width 5,120), 8 KV heads of 128.
 PARAMS = 14.8e9
@@ -262,10 +263,10 @@ def default_chain(budget_gpu_hours: float = DEFAULT_BUDGET_GPU_HOURS, overrides:
     """The plan of `launch/run_dapo_32k_to_40k.sh` as configured (6 nodes x 8 GPUs)."""
     extra = list(overrides or [])
     return plan(
-        {name: compose_config(name, extra) for name in ("dapo_32k", "dapo_40k")},
-        rescore=compose_config("eval_lcb_40k", extra),
-        final_eval=compose_config("eval_lcb_80k", extra),
-        offline_filter=compose_config("offline_filter", extra),
+        {name: compose_experiment(name, extra) for name in ("dapo_32k", "dapo_40k")},
+        rescore=compose_experiment("eval_lcb_40k", extra),
+        final_eval=compose_experiment("eval_lcb_80k", extra),
+        offline_filter=compose_experiment("offline_filter", extra),
         budget_gpu_hours=budget_gpu_hours,
     )
 

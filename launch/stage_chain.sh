@@ -38,7 +38,7 @@
 #                          config, e.g. eval_lcb_40k) instead of its in-run score [set by the wrapper]
 #   RESCORE_TOP_K          checkpoints re-scored, the best by in-run score; retention keeps them [3]
 #   SELECT_CMD             best-checkpoint selection of stages without RESCORE, called as SELECT_CMD CHECKPOINT_DIR
-#                          SELECT_ARGS; its last stdout line is the next stage's model [python -m recipe.nouscoder.select_checkpoint]
+#                          SELECT_ARGS; its last stdout line is the next stage's model [python -m recipe.nouscoder.selection.select_checkpoint]
 #   SELECT_ARGS            extra selection arguments, word-split (e.g. "--no-merge") []
 #   SCORE_METRIC           regular expression of the validation score key, for selection, re-scoring and retention
 #                          [select_checkpoint's default: val-core/<LiveCodeBench data source>/acc/mean@n]
@@ -81,7 +81,7 @@ OUTPUT_ROOT=${OUTPUT_ROOT:-$SUBMIT_DIR/outputs}
 RUN_DIR=$OUTPUT_ROOT/$RUN_NAME
 LOG_DIR=$RUN_DIR/logs/${SLURM_JOB_ID:-local-$(date +%Y%m%d-%H%M%S)}
 read -ra TRAINER <<<"${TRAINER_CMD:-python -m recipe.nouscoder.main}"
-read -ra SELECT <<<"${SELECT_CMD:-python -m recipe.nouscoder.select_checkpoint} ${SELECT_ARGS:-}"
+read -ra SELECT <<<"${SELECT_CMD:-python -m recipe.nouscoder.selection.select_checkpoint} ${SELECT_ARGS:-}"
 read -ra PRUNE <<<"${PRUNE_CMD:-python $LAUNCH_DIR/prune_checkpoints.py}"
 RESCORE_CMD=(python "$LAUNCH_DIR/rescore_checkpoints.py")
 if [[ -n "${SCORE_METRIC:-}" ]]; then

@@ -85,11 +85,11 @@ CHAIN = [
         {"R.jsonl": "graded.jsonl"},
     ),
     (
-        "python -m recipe.nouscoder.eval_lcb --completions samples.jsonl --data data/deepcoder_mix/test.parquet --out eval/x",
+        "python -m recipe.nouscoder.eval.eval_lcb --completions samples.jsonl --data data/deepcoder_mix/test.parquet --out eval/x",
         {},
     ),
     (
-        "python -m recipe.nouscoder.eval_lcb compare eval/base/results.json eval/80k/results.json --out eval/compare",
+        "python -m recipe.nouscoder.eval.eval_lcb compare eval/base/results.json eval/80k/results.json --out eval/compare",
         {"eval/base": "eval/x", "eval/80k": "eval/x"},
     ),
 ]
@@ -241,7 +241,7 @@ def check_hydra_command(command: DocCommand, arguments: tuple[str, ...]) -> None
     """An existing config, hydra's own flags only, and the overrides compose."""
     from hydra import compose, initialize_config_dir
 
-    from recipe.nouscoder.main import config_dir
+    from recipe.nouscoder.configs import config_dir
 
     unknown = long_flags(arguments) - HYDRA_FLAGS
     assert not unknown, f"{command.where}: {sorted(unknown)} are not flags of {HYDRA_ENTRY} (hydra)"
@@ -313,7 +313,12 @@ def test_documented_command_works_as_written(command: DocCommand):
 
 def test_the_docs_have_commands_to_check():
     modules = {command.argv[2] for command in COMMANDS if command.argv[:2] == ("python", "-m")}
-    assert {"reward_fns.grade", "data_prep.build_deepcoder_mix", "recipe.nouscoder.eval_lcb", HYDRA_ENTRY} <= modules
+    assert {
+        "reward_fns.grade",
+        "data_prep.build_deepcoder_mix",
+        "recipe.nouscoder.eval.eval_lcb",
+        HYDRA_ENTRY,
+    } <= modules
 
 
 def test_a_renamed_flag_is_caught():
@@ -360,7 +365,7 @@ def _local_repositories(root: Path) -> dict[str, list]:
     sys.path.insert(0, str(REPO / "tests" / "data_prep"))
     from data_prep_raw_sources import DEEPCODER, LCB, deepcoder_row, lcb_line, sample_by_id, write_deepcoder, write_lcb
 
-    from data_prep.build import DateWindow
+    from data_prep.build_settings import DateWindow
 
     window = DateWindow()
     problems = sorted(sample_by_id().values(), key=lambda problem: problem.problem_id)
@@ -388,7 +393,7 @@ def test_the_data_and_evaluation_commands_chain_as_a_user_runs_them(tmp_path, mo
     from hydra import compose, initialize_config_dir
 
     from data_prep.sample import load_solutions
-    from recipe.nouscoder.main import config_dir
+    from recipe.nouscoder.configs import config_dir
 
     documented = {" ".join(command.argv) for command in COMMANDS}
     absent = [text for text, _ in CHAIN if text not in documented]

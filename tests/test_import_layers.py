@@ -1,8 +1,11 @@
-"""The import graph of our packages: no cycles at import time, no arrow from a lower layer to a higher one.
+"""The import graph of our packages: no cycle (counting every import: module level, in functions, for type
+checking), no arrow from a lower layer to a higher one.
 
 Layers (docs/DESIGN.md "Layers"), bottom first: ``verl_ext`` and ``reward_fns`` (independent of each other),
 ``data_prep``, ``recipe``, then the scripts (``launch``, ``benchmarks``). Inside ``reward_fns``, pure modules
 (types, layouts, comparison, metrics, settings) never import a module that starts processes or Ray actors.
+Inside ``recipe.nouscoder``, each room imports only the rooms that ``ROOM_IMPORTS`` lists for it (docs/DESIGN.md
+"Rooms of recipe/nouscoder").
 """
 
 from __future__ import annotations
@@ -27,9 +30,23 @@ PURE_MODULES = (
     "reward_fns.settings",
     "reward_fns.ray_pool.metrics",
     "reward_fns.ray_pool.config",
-    "recipe.nouscoder.step_metrics",
-    "recipe.nouscoder.diversity",
+    "recipe.nouscoder.training.step_metrics",
+    "recipe.nouscoder.training.diversity",
 )
+
+
+ROOM_IMPORTS = {
+    "main": {"configs", "extra_fields", "cpu", "multi_turn", "training", "run"},
+    "configs": set(),
+    "extra_fields": set(),
+    "cpu": {"configs", "extra_fields"},
+    "multi_turn": {"extra_fields"},
+    "training": {"configs", "extra_fields", "cpu", "multi_turn"},
+    "run": {"configs"},
+    "eval": {"configs", "multi_turn"},
+    "selection": {"configs", "run", "training"},
+}
+"""Room of ``recipe.nouscoder`` (its subpackage or top-level module) -> the rooms it may import."""
 
 
 def module_files() -> dict[str, Path]:
@@ -43,13 +60,8 @@ def module_files() -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    return isinstance(node.test, ast.Name | ast.Attribute) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
-def imported(path: Path, modules: dict[str, Path], at_import_time: bool) -> set[str]:
-    """Our modules that ``path`` imports: all of them, or only those run when it is imported (module level, outside
-    ``if TYPE_CHECKING:`` and function bodies)."""
+def imported(path: Path, modules: dict[str, Path]) -> set[str]:
+    """Our modules that ``path`` imports, wherever the import statement stands."""
     found: set[str] = set()
 
     def visit(statements: list[ast.stmt]) -> None:
@@ -60,10 +72,6 @@ def imported(path: Path, modules: dict[str, Path], at_import_time: bool) -> set[
                     found.add(submodule if submodule in modules else node.module)
             elif isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.If) and at_import_time and _is_type_checking(node):
-                visit(node.orelse)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and at_import_time:
-                continue
             else:
                 visit([child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)])
 
@@ -71,9 +79,9 @@ def imported(path: Path, modules: dict[str, Path], at_import_time: bool) -> set[
     return {name for name in found if name in modules}
 
 
-def graph(at_import_time: bool) -> dict[str, set[str]]:
+def graph() -> dict[str, set[str]]:
     modules = module_files()
-    return {name: imported(path, modules, at_import_time) - {name} for name, path in modules.items()}
+    return {name: imported(path, modules) - {name} for name, path in modules.items()}
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -99,15 +107,15 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_no_import_cycle_at_import_time():
-    cycle = find_cycle(graph(at_import_time=True))
+def test_no_import_cycle():
+    cycle = find_cycle(graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 def test_no_upward_or_sideways_arrow_between_packages():
     wrong = [
         f"{source} -> {target}"
-        for source, targets in graph(at_import_time=False).items()
+        for source, targets in graph().items()
         for target in targets
         if (top := source.split(".")[0]) != (other := target.split(".")[0])
         and (LAYERS[other] > LAYERS[top] or (top, other) in INDEPENDENT)
@@ -116,7 +124,7 @@ def test_no_upward_or_sideways_arrow_between_packages():
 
 
 def test_pure_modules_start_no_processes():
-    edges = graph(at_import_time=False)
+    edges = graph()
     wrong = [
         f"{module} -> {target}"
         for module in PURE_MODULES
@@ -129,6 +137,42 @@ def test_pure_modules_start_no_processes():
 def test_the_checks_see_a_planted_cycle_and_an_upward_arrow():
     planted = {"reward_fns.a": {"reward_fns.b"}, "reward_fns.b": {"reward_fns.a"}}
     assert find_cycle(planted) == ["reward_fns.a", "reward_fns.b", "reward_fns.a"]
-    tree = graph(at_import_time=False)
+    tree = graph()
     assert "reward_fns.score" in tree["reward_fns.grade"]  # the graph sees real imports
-    assert "data_prep.build" not in graph(at_import_time=True)["data_prep.manifest"]  # TYPE_CHECKING only
+    assert "data_prep.build_settings" in tree["data_prep.manifest"]  # an import under TYPE_CHECKING counts
+    assert "recipe.nouscoder.configs" in tree["recipe.nouscoder.cpu"]  # and one inside a function
+    assert room_violations({"recipe.nouscoder.run.console": {"recipe.nouscoder.training.trainer"}}) == [
+        "recipe.nouscoder.run.console -> recipe.nouscoder.training.trainer"
+    ]
+
+
+def room_of(module: str) -> str | None:
+    """``recipe.nouscoder.<room>[...]`` -> room; None outside the package."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["recipe", "nouscoder"] and len(parts) > 2 else None
+
+
+def room_violations(edges: dict[str, set[str]]) -> list[str]:
+    return [
+        f"{source} -> {target}"
+        for source, targets in edges.items()
+        for target in targets
+        if (room := room_of(source))
+        and (other := room_of(target))
+        and other != room
+        and other not in ROOM_IMPORTS[room]
+    ]
+
+
+def test_every_room_of_the_recipe_is_listed():
+    rooms = {room_of(name) for name in module_files()} - {None}
+    assert rooms == set(ROOM_IMPORTS), (
+        f"rooms without a rule (ROOM_IMPORTS, docs/DESIGN.md): {rooms ^ set(ROOM_IMPORTS)}"
+    )
+
+
+def test_rooms_import_only_the_rooms_their_rule_allows():
+    wrong = room_violations(graph())
+    assert not wrong, (
+        f'imports against the rooms of recipe/nouscoder (docs/DESIGN.md "Rooms of recipe/nouscoder"): {wrong}'
+    )

@@ -142,7 +142,7 @@ def resume_rule_matches_verl() -> None:
     """verl's ``_load_checkpoint`` and our ``_resumed_checkpoint_folder`` pick the same folder (auto + resume_path)."""
     import tempfile
 
-    from recipe.nouscoder.trainer import NousCoderTrainerMixin
+    from recipe.nouscoder.training.trainer import NousCoderTrainerMixin
 
     load_checkpoint = resolve(f"{TRAINER_BASE}._load_checkpoint")
     with tempfile.TemporaryDirectory() as run_dir:
@@ -192,7 +192,8 @@ def buffer_class_can_be_swapped() -> None:
 def ray_actor_subclasses_define_init() -> None:
     """Ray pickles an inherited verl ``__init__`` by value; its zero-argument ``super()`` then names a copy of verl's
     class outside the actor's MRO. Every class of ours built on a ``__ray_actor_class__`` must define ``__init__``."""
-    from recipe.nouscoder import main, temperature
+    from recipe.nouscoder import main
+    from recipe.nouscoder.training import temperature
 
     actor_bases = {
         resolve("verl.trainer.ppo.v1.agent_loop_tq:AgentLoopWorkerTQ").__ray_actor_class__,
@@ -224,8 +225,8 @@ def our_verl_imports() -> list[tuple[str, str]]:
 
 # ------------------------------ the contract ------------------------------
 
-TRAINER = "recipe/nouscoder/trainer.py"
-DYNAMIC_SAMPLING = "recipe/nouscoder/dynamic_sampling.py"
+TRAINER = "recipe/nouscoder/training/trainer.py"
+DYNAMIC_SAMPLING = "recipe/nouscoder/training/dynamic_sampling.py"
 CPU = "recipe/nouscoder/cpu/"
 VLLM_SERVER = f"{VLLM_MODULES}.vllm_async_server:vLLMHttpServer"
 
@@ -307,7 +308,7 @@ CONTRACT = [
     ),
     Internal(
         "PPOTrainerSeparateAsync.get_llm_client",
-        "recipe/nouscoder/trainer.py: ExtraFieldsClient in its place",
+        "recipe/nouscoder/training/trainer.py: ExtraFieldsClient in its place",
         lambda: (
             require_source(f"{SEPARATE_ASYNC}.get_llm_client", "self.standalone_server_manager.get_client(client_cls="),
             require_parameters("verl.workers.rollout.llm_server:LLMServerManager.get_client", "client_cls"),
@@ -363,7 +364,7 @@ CONTRACT = [
     # Ray actor classes.
     Internal(
         "AgentLoopWorkerTQ.__ray_actor_class__._run_agent_loop",
-        "recipe/nouscoder/temperature.py: the prompt's staged temperature into sampling_params",
+        "recipe/nouscoder/training/temperature.py: the prompt's staged temperature into sampling_params",
         lambda: (
             require_parameters(
                 "verl.trainer.ppo.v1.agent_loop_tq:AgentLoopWorkerTQ.__ray_actor_class__._run_agent_loop",
@@ -379,7 +380,7 @@ CONTRACT = [
     ),
     Internal(
         "AgentLoopManagerTQ.agent_loop_workers_class",
-        "recipe/nouscoder/temperature.py: the manager starts our worker class",
+        "recipe/nouscoder/training/temperature.py: the manager starts our worker class",
         lambda: (
             require_init_sets("verl.trainer.ppo.v1.agent_loop_tq:AgentLoopManagerTQ", "agent_loop_workers_class"),
             require_source(
@@ -402,7 +403,7 @@ CONTRACT = [
     ),
     Internal(
         "super().__init__ Ray-pickling pitfall",
-        "recipe/nouscoder/temperature.py, main.py: explicit __init__",
+        "recipe/nouscoder/training/temperature.py, main.py: explicit __init__",
         ray_actor_subclasses_define_init,
     ),
     Internal(
@@ -412,7 +413,7 @@ CONTRACT = [
     ),
     Internal(
         "extra_fields['reward_extra_info']",
-        "recipe/nouscoder/step_metrics.py: grading/* from each rollout",
+        "recipe/nouscoder/training/step_metrics.py: grading/* from each rollout",
         lambda: require_source(
             "verl.experimental.agent_loop.agent_loop:AgentLoopWorker",
             'extra_fields["reward_extra_info"] = result["reward_extra_info"]',
@@ -420,7 +421,7 @@ CONTRACT = [
     ),
     Internal(
         "FullyAsyncLLMServerClient.generate's super() call",
-        "recipe/nouscoder/server_client.py: the server's extra_fields recorded below it in the MRO",
+        "recipe/nouscoder/extra_fields.py: the server's extra_fields recorded below it in the MRO",
         lambda: require_source(
             "verl.workers.rollout.llm_server:FullyAsyncLLMServerClient.generate", "await super().generate("
         ),
@@ -553,7 +554,7 @@ CONTRACT = [
     ),
     Internal(
         "PPOTrainer._rollout_server_managers + vLLMHttpServer.engine",
-        "recipe/nouscoder/rollout_shutdown.py: the vLLM engines shut down at the end of a run",
+        "recipe/nouscoder/training/rollout_shutdown.py: the vLLM engines shut down at the end of a run",
         lambda: (
             require_parameters(f"{TRAINER_BASE}._rollout_server_managers"),
             require_source(f"{SEPARATE_ASYNC}._rollout_server_managers", "standalone_server_manager"),
@@ -664,7 +665,7 @@ CONTRACT = [
     ),
     Internal(
         "create_rl_dataset + filter_overlong_prompts",
-        "recipe/nouscoder/validation_coverage.py: the validation set built as the trainer builds it",
+        "recipe/nouscoder/run/validation_coverage.py: the validation set built as the trainer builds it",
         lambda: (
             require_parameters(
                 "verl.trainer.ppo.utils:create_rl_dataset",
@@ -746,5 +747,5 @@ def test_a_renamed_internal_fails_naming_it_and_its_user(monkeypatch):
     entry = next(internal for internal in CONTRACT if internal.name == "PPOTrainer._next_train_batch")
     with pytest.raises(ContractBroken, match="PPOTrainer has no attribute '_next_train_batch'"):
         entry.check()
-    with pytest.raises(pytest.fail.Exception, match="relied on by recipe/nouscoder/trainer.py"):
+    with pytest.raises(pytest.fail.Exception, match="relied on by recipe/nouscoder/training/trainer.py"):
         test_verl_internal_is_where_we_rely_on_it(entry)

@@ -4,13 +4,13 @@ Composes verl 0.9.1's trainer config (`pkg://verl.trainer.config`, found through
 `configs/nouscoder_base.yaml`) with one experiment config of `configs/`, then runs verl's own V1 flow
 (`verl.trainer.main_ppo.run_ppo`: Ray init, a TaskRunner actor, `trainer.fit`) with four additions:
 
-- the recipe's trainers (`recipe.nouscoder.trainer`: `nouscoder_sync`, `nouscoder_separate_async`) are registered
+- the recipe's trainers (`recipe.nouscoder.training.trainer`: `nouscoder_sync`, `nouscoder_separate_async`) are registered
   in the driver and, through `NousCoderTaskRunner`, in the TaskRunner process where verl looks the trainer up;
 - a run that validates stops before Ray starts if verl would drop a validation problem for its prompt length
-  (`recipe.nouscoder.validation_coverage`), rather than report a score over fewer problems;
+  (`recipe.nouscoder.run.validation_coverage`), rather than report a score over fewer problems;
 - `trainer.default_local_dir` (RUN_DIR) is made absolute and verl's file logger writes to RUN_DIR/metrics.jsonl
   (an existing one is kept as metrics.<k>.jsonl, since verl's FileLogger truncates), which is what
-  `python -m recipe.nouscoder.select_checkpoint RUN_DIR` reads.
+  `python -m recipe.nouscoder.selection.select_checkpoint RUN_DIR` reads.
 
 With the multi-turn agent loop selected (``actor_rollout_ref.rollout.agent.default_agent_loop=
 nouscoder_public_test_feedback``), its module is added to ``VERL_USE_EXTERNAL_MODULES`` of the Ray runtime
@@ -26,7 +26,6 @@ list of experiments.
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 import warnings
@@ -45,41 +44,17 @@ from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: E
 from verl.utils.config import validate_config  # noqa: E402
 from verl.utils.device import auto_set_device, get_resource_name  # noqa: E402
 
-from recipe.nouscoder.cluster_check import ClusterTooSmall, check_cluster  # noqa: E402
-from recipe.nouscoder.console import console_mode, progress_console  # noqa: E402
+from recipe.nouscoder.configs import UnknownExperiment, check_experiment, config_dir  # noqa: E402
 from recipe.nouscoder.cpu import is_cpu_mode, prepare_cpu_run  # noqa: E402
 from recipe.nouscoder.multi_turn import AGENT_LOOP_MODULE, uses_multi_turn  # noqa: E402
-from recipe.nouscoder.required_values import check_required_values  # noqa: E402
-from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME  # noqa: E402
-from recipe.nouscoder.validation_coverage import ValidationProblemsDropped, check_validation_coverage  # noqa: E402
+from recipe.nouscoder.run.cluster_check import ClusterTooSmall, check_cluster  # noqa: E402
+from recipe.nouscoder.run.console import console_mode, progress_console  # noqa: E402
+from recipe.nouscoder.run.required_values import check_required_values  # noqa: E402
+from recipe.nouscoder.run.run_dir import rotate_metrics_file  # noqa: E402
+from recipe.nouscoder.run.validation_coverage import ValidationProblemsDropped, check_validation_coverage  # noqa: E402
 
 PROG = "recipe.nouscoder.main"
-CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
 EXTERNAL_MODULES_ENV = "VERL_USE_EXTERNAL_MODULES"
-
-
-def config_dir() -> Path:
-    """The hydra config directory: $NOUSCODER_CONFIG_DIR, else the repository's configs/."""
-    configured = os.environ.get(CONFIG_DIR_ENV)
-    directory = Path(configured) if configured else Path(__file__).resolve().parents[2] / "configs"
-    if not (directory / "nouscoder_base.yaml").is_file():
-        raise FileNotFoundError(
-            f"no nouscoder_base.yaml in {directory}: install this repository editable (pip install -e .) "
-            f"or set {CONFIG_DIR_ENV} to its configs/ directory."
-        )
-    return directory
-
-
-def experiment_names(directories: Sequence[Path]) -> list[str]:
-    """The configs one can run: top-level YAML files of the config directories, but the shared pieces (``_*.yaml``)
-    and the base every experiment includes."""
-    names = {
-        path.stem
-        for directory in directories
-        for path in directory.glob("*.yaml")
-        if not path.stem.startswith("_") and path.stem != "nouscoder_base"
-    }
-    return sorted(names)
 
 
 def _flag_value(argv: Sequence[str], flags: tuple[str, ...]) -> str | None:
@@ -103,37 +78,17 @@ def check_config_name(argv: Sequence[str]) -> None:
     extra = _flag_value(argv, ("--config-dir", "-cd"))
     if extra:
         directories.append(Path(extra))
-    if any((directory / f"{name.removesuffix('.yaml')}.yaml").is_file() for directory in directories):
-        return
-    names = experiment_names(directories)
-    close = difflib.get_close_matches(name, names, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
-    where = ", ".join(str(directory) for directory in directories)
-    print(
-        f"{PROG}: error: no experiment config {name!r} in {where}{hint}. "
-        f"Experiments: {', '.join(names)} (--help describes each).",
-        file=sys.stderr,
-    )
-    sys.exit(2)
+    try:
+        check_experiment(name, directories)
+    except UnknownExperiment as error:
+        print(f"{PROG}: error: {error} (--help describes each).", file=sys.stderr)
+        sys.exit(2)
 
 
 def prepare_config(config: DictConfig) -> None:
     """Make RUN_DIR (``trainer.default_local_dir``) absolute: Ray workers do not share the driver's cwd."""
     with open_dict(config):
         config.trainer.default_local_dir = str(Path(config.trainer.default_local_dir).expanduser().resolve())
-
-
-def metrics_file(run_dir: str | Path) -> Path:
-    """RUN_DIR/metrics.jsonl for this run; a previous run's file moves to metrics.<k>.jsonl (k = 1, 2, ...)."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    current = run_dir / METRICS_FILE_NAME
-    if current.exists():
-        index = 1
-        while (run_dir / f"metrics.{index}.jsonl").exists():
-            index += 1
-        current.rename(run_dir / f"metrics.{index}.jsonl")
-    return current
 
 
 def load_in_ray_processes(config: DictConfig, module: str) -> None:
@@ -152,8 +107,8 @@ def load_in_ray_processes(config: DictConfig, module: str) -> None:
 
 
 def register_recipe_trainers() -> None:
-    """Import recipe.nouscoder.trainer so that its `register_trainer` decorators run in this process."""
-    import recipe.nouscoder.trainer  # noqa: F401
+    """Import recipe.nouscoder.training.trainer so that its `register_trainer` decorators run in this process."""
+    import recipe.nouscoder.training.trainer  # noqa: F401
 
 
 class _NousCoderTaskRunner(TaskRunnerV1.__ray_actor_class__):
@@ -166,7 +121,7 @@ class _NousCoderTaskRunner(TaskRunnerV1.__ray_actor_class__):
     def run(self, config: DictConfig) -> None:
         check_cluster(config, ray.nodes(), get_resource_name())
         if "file" in config.trainer.logger:
-            os.environ["VERL_FILE_LOGGER_PATH"] = str(metrics_file(config.trainer.default_local_dir))
+            os.environ["VERL_FILE_LOGGER_PATH"] = str(rotate_metrics_file(config.trainer.default_local_dir))
         super().run(config)
 
 
@@ -175,7 +130,7 @@ NousCoderTaskRunner = ray.remote(num_cpus=1)(_NousCoderTaskRunner)
 
 def run(config: DictConfig) -> None:
     """Validate the composed config with verl's own checks and run verl's trainer flow, with the console that
-    ``nouscoder.console`` asks for (``recipe.nouscoder.console``)."""
+    ``nouscoder.console`` asks for (``recipe.nouscoder.run.console``)."""
     register_recipe_trainers()
     prepare_config(config)
     mode = console_mode(config.nouscoder.console, is_cpu_mode(config))

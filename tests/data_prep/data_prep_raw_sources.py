@@ -242,7 +242,7 @@ def primeintellect_row(problem: FixtureProblem, language: str = "python", drop: 
 
 
 FACTORIAL_ARGUMENTS = (0, 1, 5, 20, 15_000)
-"""The codewars factorial kata of TACO-verified (issue 24): call-based, its largest expected output 15000! has
+"""The codewars factorial kata of TACO-verified: call-based, its largest expected output 15000! has
 56,130 digits, past CPython's 4,300-digit int <-> str limit that ``json.loads`` enforces."""
 FACTORIAL_GOLD = "import math\n\ndef factorial(n):\n    return math.factorial(n)\n"
 

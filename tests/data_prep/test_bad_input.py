@@ -1,4 +1,4 @@
-"""The data tools refuse bad input at once (issue 25): a non-zero exit, one message naming the input and the fix,
+"""The data tools refuse bad input at once: a non-zero exit, one message naming the input and the fix,
 and nothing written. Each case ran with exit 0 (or a raw traceback) before."""
 
 from __future__ import annotations

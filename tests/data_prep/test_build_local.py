@@ -24,8 +24,9 @@ from data_prep_raw_sources import (
     write_parquet,
 )
 
-from data_prep.build import BuildConfig, DateWindow, build_mix
+from data_prep.build import build_mix
 from data_prep.build_deepcoder_mix import main as cli_main
+from data_prep.build_settings import BuildConfig, DateWindow
 from data_prep.filters import QualityConfig
 from data_prep.loading import SourceUnavailable
 

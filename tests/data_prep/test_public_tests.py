@@ -8,8 +8,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from data_prep_raw_sources import FixtureProblem, lcb_line
 
-from data_prep.build import BuildConfig, build_mix
+from data_prep.build import build_mix
 from data_prep.build_deepcoder_mix import parse_args
+from data_prep.build_settings import BuildConfig
 from data_prep.problem import Problem
 from data_prep.sample import load_problems
 from data_prep.sources import convert_lcb_row

@@ -31,7 +31,8 @@ from data_prep_raw_sources import (
     write_lcb,
 )
 
-from data_prep.build import BuildConfig, build_mix
+from data_prep.build import build_mix
+from data_prep.build_settings import BuildConfig
 from data_prep.filters import QualityConfig
 from reward_fns import compute_score
 

@@ -1,4 +1,4 @@
-"""Real rows that used to stop the whole build (issue 24), and whatever else one row can do.
+"""Real rows that used to stop the whole build, and whatever else one row can do.
 
 1. A TACO-verified codewars kata expects a 56,130-digit integer: past CPython's 4,300-digit conversion limit, so
    ``json.loads`` raised a ``ValueError`` that neither the ground-truth parser nor the row loop caught. It must be
@@ -34,7 +34,8 @@ from data_prep_raw_sources import (
     write_lcb,
 )
 
-from data_prep.build import BuildConfig, build_mix
+from data_prep.build import build_mix
+from data_prep.build_settings import BuildConfig
 from data_prep.filters import QualityConfig, is_interactive
 from data_prep.ground_truth import MAX_INTEGER_DIGITS
 from data_prep.problem import Problem

@@ -21,8 +21,9 @@ from data_prep_raw_sources import (
     write_parquet,
 )
 
-from data_prep.build import BuildConfig, build_mix
+from data_prep.build import build_mix
 from data_prep.build_deepcoder_mix import main as cli_main
+from data_prep.build_settings import BuildConfig
 from data_prep.sample import DATA_SOURCE, load_problems, load_solutions
 
 SOURCES = ("lcb", "deepcoder_taco", "deepcoder_primeintellect", "taco_verified", "primeintellect")

@@ -1,6 +1,6 @@
 """``python -m data_prep.verify_solutions`` on raw rows: correct conversions pass, a mis-converted problem is flagged
 (and the other wrapping convention named as the fix), and the build drops what failed. Two rows of TACO-verified's
-codewars factorial kata (a 56,130-digit expected output: issue 24) are graded, with a right and a wrong gold solution
+codewars factorial kata (a 56,130-digit expected output) are graded, with a right and a wrong gold solution
 (the wrong one also goes through the other-wrapping check, which reads the expected outputs again)."""
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from data_prep_raw_sources import (
     write_lcb,
 )
 
-from data_prep.build import BuildConfig, build_mix
+from data_prep.build import build_mix
+from data_prep.build_settings import BuildConfig
 from data_prep.filters import QualityConfig
 from data_prep.verify_solutions import main as verify_main
 

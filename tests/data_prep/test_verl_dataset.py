@@ -9,7 +9,8 @@ import datasets
 import pytest
 from data_prep_raw_sources import DEEPCODER, LCB, deepcoder_row, lcb_line, write_deepcoder, write_lcb
 
-from data_prep.build import BuildConfig, build_mix
+from data_prep.build import build_mix
+from data_prep.build_settings import BuildConfig
 from data_prep.verl_check import load_rlhf_dataset, tiny_chat_tokenizer
 
 

@@ -64,6 +64,6 @@ fi
 
 test -s "$RUN_DIR/metrics.jsonl" || { echo "smoke_debug_64: no $RUN_DIR/metrics.jsonl" >&2; exit 1; }
 test "$(cat "$RUN_DIR/latest_checkpointed_iteration.txt")" = 2 || { echo "smoke_debug_64: no step-2 checkpoint" >&2; exit 1; }
-MERGED=$("$PYTHON" -m recipe.nouscoder.select_checkpoint "$RUN_DIR" --metric '^val-core/.*/acc/mean@1$' | tail -n1)
+MERGED=$("$PYTHON" -m recipe.nouscoder.selection.select_checkpoint "$RUN_DIR" --metric '^val-core/.*/acc/mean@1$' | tail -n1)
 test -s "$MERGED/config.json" || { echo "smoke_debug_64: merge produced no model in $MERGED" >&2; exit 1; }
 echo "smoke_debug_64: OK (2 steps, checkpoint merged to $MERGED)"

@@ -18,7 +18,7 @@ if not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 from data_prep import build_deepcoder_mix  # noqa: E402
-from recipe.nouscoder import eval_lcb  # noqa: E402
+from recipe.nouscoder.eval import eval_lcb  # noqa: E402
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"

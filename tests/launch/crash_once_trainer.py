@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME
+from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME
 
 args = sys.argv[1:]
 command = [sys.executable, "-m", "recipe.nouscoder.main", *args]

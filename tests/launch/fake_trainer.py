@@ -8,7 +8,7 @@ verl's trainer, and so wandb, would run: what it records of its environment (WAN
 the real trainer sees. It checks that trainer.nnodes x trainer.n_gpus_per_node GPUs are in the cluster, then:
 
 - training configs: resumes from `latest_checkpointed_iteration.txt` under trainer.resume_mode=auto and writes what
-  verl 0.9.1 writes and `recipe.nouscoder.select_checkpoint` reads (layout in that module's docstring):
+  verl 0.9.1 writes and `recipe.nouscoder.selection.select_checkpoint` reads (layout in that module's docstring):
   `global_step_N/actor/` FSDP shards of a tiny Qwen2 model (world size 1, every weight equal to N, so a merged
   model shows which step it came from) with a `huggingface/` config and tokenizer, `global_step_N/data.pt`, the
   tracker file, and `metrics.jsonl` with a LiveCodeBench validation score that peaks in the middle of the run;
@@ -298,14 +298,12 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("trainer.default_local_dir=DIR is required (the stage chain always passes it)")
 
     import ray
-    from hydra import compose, initialize_config_dir
     from omegaconf import open_dict
     from verl.trainer.main_ppo import run_ppo
 
-    from recipe.nouscoder.main import config_dir
+    from recipe.nouscoder.configs import compose_experiment
 
-    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-        config = compose(config_name=args.config_name, overrides=args.overrides)
+    config = compose_experiment(args.config_name, args.overrides)
     # The test's own settings reach the actor the way the launcher's wandb variables do: the job's runtime_env.
     test_env = {key: value for key, value in os.environ.items() if key.startswith("FAKE_TRAINER_")}
     test_env |= {"FAKE_TRAINER_CONFIG_NAME": args.config_name, "FAKE_TRAINER_OVERRIDES": json.dumps(overrides)}

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import bill_of_materials as bom
 import pytest
-from compose import compose_config
+
+from recipe.nouscoder.configs import compose_experiment
 
 NCCL_KEY = "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl"
 
 
 def parts_of(name: str, *overrides: str) -> dict[str, bom.Part]:
-    return {part.name: part for part in bom.bill_of_materials(compose_config(name, list(overrides)))}
+    return {part.name: part for part in bom.bill_of_materials(compose_experiment(name, list(overrides)))}
 
 
 def test_the_nouscoder_config_needs_vllm_cupy_and_flash_attn_at_verls_pins():
@@ -48,7 +49,9 @@ def test_a_colocated_config_needs_no_cupy_and_the_multi_turn_config_its_agent_lo
 
 
 def test_the_gpu_config_names_what_this_cpu_machine_lacks():
-    entries = bom.manifest_of({"dapo_32k": compose_config("dapo_32k", []), "dapo_40k": compose_config("dapo_40k", [])})
+    entries = bom.manifest_of(
+        {"dapo_32k": compose_experiment("dapo_32k", []), "dapo_40k": compose_experiment("dapo_40k", [])}
+    )
     problems = {entry.part.name: problem for entry, problem in bom.check(entries)}
     missing = {name for name, problem in problems.items() if problem}
     assert missing == {
@@ -80,7 +83,7 @@ def test_a_version_other_than_verls_pin_is_a_problem(monkeypatch):
 
 
 def test_the_manifest_round_trips(tmp_path):
-    entries = bom.manifest_of({"dapo_40k": compose_config("dapo_40k", [])})
+    entries = bom.manifest_of({"dapo_40k": compose_experiment("dapo_40k", [])})
     path = tmp_path / "bill_of_materials.json"
     path.write_text(json.dumps([entry.to_json() for entry in entries]))
     assert [bom.Entry.from_json(item) for item in json.loads(path.read_text())] == entries

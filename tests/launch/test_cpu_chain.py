@@ -24,7 +24,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from data_prep.build_deepcoder_mix import main as build_data
-from recipe.nouscoder.online_filter import STATE_FILE_NAME
+from recipe.nouscoder.training.online_filter import STATE_FILE_NAME
 from tests.launch.test_slurm_chain import REPO, assert_ray_lifecycle, launch_env
 from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
 
@@ -80,7 +80,7 @@ def assert_holds_trained_weights_and_generates(model_dir: Path, initial_dir: Pat
 
 
 def assert_plots_drawn(metrics_file: Path, out_dir: Path) -> None:
-    command = [sys.executable, "-m", "recipe.nouscoder.plot_metrics", "--log", str(metrics_file), "--out-dir"]
+    command = [sys.executable, "-m", "recipe.nouscoder.run.plot_metrics", "--log", str(metrics_file), "--out-dir"]
     subprocess.run([*command, str(out_dir)], check=True, capture_output=True, timeout=120)
     pictures = list(out_dir.glob("*.png"))
     assert pictures and all(picture.stat().st_size > 0 for picture in pictures)

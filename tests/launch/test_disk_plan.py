@@ -10,22 +10,23 @@ from __future__ import annotations
 
 import disk_plan
 import pytest
-from compose import compose_config
 from run_plan import replicas
+
+from recipe.nouscoder.configs import compose_experiment
 
 P = 14.8e9
 
 
 def test_the_nouscoder_trainer_saves_both_copies_and_the_colocated_one_a_single_one():
-    assert replicas(compose_config("dapo_32k", [])) == 2  # 16 GPUs / fsdp_size 8
-    assert replicas(compose_config("dapo_32k", ["actor_rollout_ref.actor.fsdp_config.fsdp_size=-1"])) == 1
-    assert replicas(compose_config("debug_64", [])) == 1
+    assert replicas(compose_experiment("dapo_32k", [])) == 2  # 16 GPUs / fsdp_size 8
+    assert replicas(compose_experiment("dapo_32k", ["actor_rollout_ref.actor.fsdp_config.fsdp_size=-1"])) == 1
+    assert replicas(compose_experiment("debug_64", [])) == 1
 
 
 def test_the_chain_peaks_while_the_40k_stage_selects_beside_the_32k_remains():
     stages = [
-        disk_plan.stage_disk("dapo_32k", compose_config("dapo_32k", []), P, keep_last=2, rescore_top_k=3),
-        disk_plan.stage_disk("dapo_40k", compose_config("dapo_40k", []), P, keep_last=2, rescore_top_k=None),
+        disk_plan.stage_disk("dapo_32k", compose_experiment("dapo_32k", []), P, keep_last=2, rescore_top_k=3),
+        disk_plan.stage_disk("dapo_40k", compose_experiment("dapo_40k", []), P, keep_last=2, rescore_top_k=None),
     ]
     checkpoint, shards, merged = 12 * P * 2, 4 * P * 2, 2 * P
     assert stages[0].checkpoint_bytes == pytest.approx(checkpoint)  # 355.2 GB
@@ -40,7 +41,7 @@ def test_the_chain_peaks_while_the_40k_stage_selects_beside_the_32k_remains():
 
 
 def test_stage_0s_generations_and_the_free_space_of_a_path_not_created_yet(tmp_path):
-    config = compose_config("offline_filter", [])
+    config = compose_experiment("offline_filter", [])
     assert disk_plan.generations_bytes(config, 24_000) == pytest.approx(24_000 * 8 * 8192 * 4)  # 6.3 GB of text
     assert disk_plan.free_bytes(tmp_path / "not" / "yet") == disk_plan.free_bytes(tmp_path)
     (tmp_path / "held").write_bytes(b"x" * 10_000)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 import run_plan
-from compose import compose_config
 from omegaconf import OmegaConf
+
+from recipe.nouscoder.configs import compose_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 P, LAYERS, WIDTH, KV = 14.8e9, 40, 5120, 2 * 40 * 8 * 128 * 2
@@ -111,7 +112,7 @@ def test_the_numbers_of_the_default_budget(planned):
 
 @pytest.mark.parametrize(("config", "stage"), [("dapo_32k", 0), ("gspo_plus_32k", 0), ("dapo_40k", 1), ("gspo_40k", 1)])
 def test_the_configs_carry_the_plan(planned, config, stage):
-    trainer = compose_config(config, []).trainer
+    trainer = compose_experiment(config, []).trainer
     cost, steps = planned.stages[stage], planned.steps[stage]
     assert (trainer.total_training_steps, trainer.save_freq, trainer.test_freq) == (
         steps,
@@ -134,9 +135,9 @@ def test_a_smaller_budget_trains_fewer_steps_and_one_below_the_fixed_costs_is_re
 
 def test_in_run_validation_uses_4_samples_and_the_evaluations_8():
     for name in ("dapo_32k", "dapo_40k"):
-        assert compose_config(name, []).actor_rollout_ref.rollout.val_kwargs.n == 4
+        assert compose_experiment(name, []).actor_rollout_ref.rollout.val_kwargs.n == 4
     for name in ("eval_lcb_40k", "eval_lcb_80k"):
-        assert compose_config(name, []).actor_rollout_ref.rollout.val_kwargs.n == 8
+        assert compose_experiment(name, []).actor_rollout_ref.rollout.val_kwargs.n == 8
 
 
 def test_the_plan_files_hold_only_what_the_plan_derives():

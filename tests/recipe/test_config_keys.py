@@ -21,8 +21,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl.trainer.ppo.v1 import get_trainer_cls
 
-import recipe.nouscoder.trainer  # noqa: F401  registers nouscoder_sync / nouscoder_separate_async
-from recipe.nouscoder.main import config_dir
+import recipe.nouscoder.training.trainer  # noqa: F401  registers nouscoder_sync / nouscoder_separate_async
+from recipe.nouscoder.configs import config_dir
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = config_dir()

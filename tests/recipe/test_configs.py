@@ -26,9 +26,9 @@ from verl.trainer.ppo.v1 import get_trainer_cls
 from verl.utils.config import omega_conf_to_dataclass, validate_config
 from verl.workers.config import FSDPActorConfig, RolloutConfig
 
-import recipe.nouscoder.trainer  # noqa: F401  registers nouscoder_sync / nouscoder_separate_async
-from recipe.nouscoder.main import config_dir
-from recipe.nouscoder.required_values import check_required_values
+import recipe.nouscoder.training.trainer  # noqa: F401  registers nouscoder_sync / nouscoder_separate_async
+from recipe.nouscoder.configs import config_dir
+from recipe.nouscoder.run.required_values import check_required_values
 from reward_fns.ray_pool.config import pool_keys
 from reward_fns.score import compute_score
 from verl_ext.estimator_options import GrpoPlusOptions, MicrocoderOptions

@@ -1,5 +1,5 @@
 """The loop learns: reinforcement learning alone raises the held-out pass rate of a CPU run, its negative control does
-not (the short version of benchmarks/learning_curve.py, issue 23). These runs are also the CI run of the
+not (the short version of benchmarks/learning_curve.py). These runs are also the CI run of the
 separate-async trainer (``nouscoder_separate_async``; the synchronous one runs in tests/launch/test_cpu_chain.py).
 
 The task family and the warm-started model are built once (``recipe.nouscoder.cpu.learning_inputs``,
@@ -37,9 +37,9 @@ from pathlib import Path
 import pytest
 
 from recipe.nouscoder.cpu import learning_inputs
-from recipe.nouscoder.learning_curve import validation_curve
-from recipe.nouscoder.online_filter import STATE_FILE_NAME
-from recipe.nouscoder.select_checkpoint import METRICS_FILE_NAME, read_step_metrics
+from recipe.nouscoder.run.learning_curve import validation_curve
+from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME, read_step_metrics
+from recipe.nouscoder.training.online_filter import STATE_FILE_NAME
 from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
@@ -168,7 +168,7 @@ def test_plot_metrics_draws_the_run(runs, tmp_path):
         [
             sys.executable,
             "-m",
-            "recipe.nouscoder.plot_metrics",
+            "recipe.nouscoder.run.plot_metrics",
             "--log",
             str(runs.out / "real" / METRICS_FILE_NAME),
             "--out-dir",

@@ -14,7 +14,7 @@ from verl.trainer.ppo.reward import get_custom_reward_fn
 from verl.trainer.ppo.v1 import get_trainer_cls
 
 import reward_fns.async_score
-from recipe.nouscoder import main
+from recipe.nouscoder import configs, main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ def test_overrides_reach_the_printed_config(tmp_path: Path) -> None:
 @pytest.mark.integration  # the CLI in a subprocess
 def test_help_lists_the_experiments_first_and_every_flag(tmp_path: Path) -> None:
     text = _run_main("--help", cwd=tmp_path).stdout
-    for name in main.experiment_names([REPO / "configs"]):
+    for name in configs.experiment_names([REPO / "configs"]):
         assert name in text, name
     for flag in ("--config-name", "--cfg job", "--config-dir", "KEY=VALUE", "--help"):
         assert flag in text, flag
@@ -97,19 +97,6 @@ def test_the_configs_grade_through_the_ray_pool_which_verl_loads(tmp_path: Path)
     assert reward_kwargs["pool_reserved_cpus_per_node"] == 24
 
 
-def test_metrics_file_keeps_earlier_segments(tmp_path: Path) -> None:
-    """verl's FileLogger truncates its file: a resumed run must not erase the earlier validation scores."""
-    first = main.metrics_file(tmp_path / "run")
-    assert first == tmp_path / "run" / "metrics.jsonl" and not first.exists()
-    first.write_text('{"step": 10, "data": {}}\n')
-    second = main.metrics_file(tmp_path / "run")
-    second.write_text('{"step": 20, "data": {}}\n')
-    main.metrics_file(tmp_path / "run")
-    assert (tmp_path / "run" / "metrics.1.jsonl").read_text().startswith('{"step": 10')
-    assert (tmp_path / "run" / "metrics.2.jsonl").read_text().startswith('{"step": 20')
-    assert not (tmp_path / "run" / "metrics.jsonl").exists()
-
-
 def test_task_runner_is_verls_with_the_recipe_trainers_registered() -> None:
     assert issubclass(main.NousCoderTaskRunner.__ray_actor_class__, TaskRunnerV1.__ray_actor_class__)
     main.register_recipe_trainers()
@@ -143,6 +130,6 @@ def test_task_runner_actor_registers_the_recipe_trainers_in_its_process() -> Non
 
 
 def test_missing_config_dir_says_what_to_do(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv(main.CONFIG_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(configs.CONFIG_DIR_ENV, str(tmp_path))
     with pytest.raises(FileNotFoundError, match="NOUSCODER_CONFIG_DIR"):
-        main.config_dir()
+        configs.config_dir()

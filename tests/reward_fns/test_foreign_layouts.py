@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from recipe.nouscoder.step_metrics import grading_metrics
+from recipe.nouscoder.training.step_metrics import grading_metrics
 from reward_fns import compute_score
 
 PAIRS = [("1 2\n", "3\n"), ("10 -4\n", "6\n"), ("0 0\n", "0\n")]

@@ -14,7 +14,7 @@ debug_cpu cpu_rollout=vllm [cpu_layout=separate_async]`, through the CLI in a su
   nothing of it depends on the rollout engine.
 
 After every invocation: no process of the run is left, and no shared-memory segment the run created stays in
-/dev/shm (vLLM's ``psm_*`` message queues, multiprocessing's ``sem.mp-*``; recipe/nouscoder/rollout_shutdown.py).
+/dev/shm (vLLM's ``psm_*`` message queues, multiprocessing's ``sem.mp-*``; recipe/nouscoder/training/rollout_shutdown.py).
 Cost: two CLI invocations, each with vLLM start-up (about 4-5 minutes together on an idle 2-core machine).
 """
 

@@ -26,9 +26,9 @@ from verl.workers.rollout.replica import get_rollout_replica_class
 from verl.workers.rollout.vllm_rollout.vllm_rollout import ServerAdapter
 
 from recipe.nouscoder.cpu import prepare_cpu_run
-from recipe.nouscoder.rollout_shutdown import shut_down_vllm_engines
-from tests.recipe.test_cpu_known_answers import prompt_of
-from tests.recipe.test_multi_turn_configs import composed
+from recipe.nouscoder.training.rollout_shutdown import shut_down_vllm_engines
+from tests.recipe.cpu.test_known_answers import prompt_of
+from tests.recipe.multi_turn.test_configs import composed
 from tests.vllm_cpu.test_vllm_training import shared_memory_segments
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

@@ -121,16 +121,13 @@ def build_missing_learning_inputs(learning: DictConfig) -> None:
 def learning_inputs(config_name: str, inputs_dir: Path) -> list[str]:
     """Build the learning run's inputs once in ``inputs_dir`` with ``config_name``'s own settings (as
     :func:`build_missing_learning_inputs`), for several runs to share; the overrides that point a run at them."""
-    from hydra import compose, initialize_config_dir
-
-    from recipe.nouscoder.main import config_dir  # main imports this package
+    from recipe.nouscoder.configs import compose_experiment
 
     overrides = [
         f"nouscoder.cpu.learning.data_dir={inputs_dir / 'learn_data'}",
         f"nouscoder.cpu.learning.model_dir={inputs_dir / 'learn_model'}",
     ]
-    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
-        config = compose(config_name, overrides=[f"trainer.default_local_dir={inputs_dir}", *overrides])
+    config = compose_experiment(config_name, [f"trainer.default_local_dir={inputs_dir}", *overrides])
     build_missing_learning_inputs(config.nouscoder.cpu.learning)
     return overrides
 

@@ -34,8 +34,8 @@ from omegaconf import DictConfig, OmegaConf
 from verl.workers.rollout.llm_server import LLMServerClient
 from verl.workers.rollout.replica import TokenOutput
 
-from recipe.nouscoder.cpu.known_answers import KNOWN_ANSWER_FIELD, KnownAnswer, KnownAnswerBook, KnownAnswerOptions
-from recipe.nouscoder.server_client import ExtraFieldsClient
+from recipe.nouscoder.cpu.known_answers import KnownAnswer, KnownAnswerBook, KnownAnswerOptions
+from recipe.nouscoder.extra_fields import KNOWN_ANSWER_FIELD, ExtraFieldsClient
 
 OPTIONS_KEY = "nouscoder.cpu.known_answers"
 PROMPT_LOGPROB_FIELDS = ("prompt_logprobs", "prompt_ids")

@@ -37,7 +37,6 @@ from data_prep.sample import load_problems, load_solutions
 from data_prep.sample.solutions import kind_selected
 from recipe.nouscoder.cpu.tiny_model import TURN_END, TURN_START
 
-KNOWN_ANSWER_FIELD = "known_answer"
 """Key of the mark in a response's ``extra_fields``: the program's kind, or ``""`` for a sampled response."""
 KNOWN_ANSWER_KINDS = ("reference", "accepted", "wrong_answer", "runtime_error", "compile_error", "no_code")
 """Programs that finish at once: no time/memory/output-limit or hostile ones (a 15 s wait per rollout is no demo)."""

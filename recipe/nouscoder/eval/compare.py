@@ -1,6 +1,6 @@
 """Compare two evaluations (e.g. base vs trained): per-problem gains and losses, paired bootstrap CI.
 
-    python -m recipe.nouscoder.eval_lcb compare BASE/results.json TRAINED/results.json --out DIR
+    python -m recipe.nouscoder.eval.eval_lcb compare BASE/results.json TRAINED/results.json --out DIR
 
 The pass@1 difference is ``mean_i (p_B,i - p_A,i)`` over the problems both runs evaluated. Paired bootstrap
 (Efron & Tibshirani 1993, ch. 16; problems are the resampling unit, both runs keep the same draw): draw m
@@ -99,7 +99,7 @@ def markdown(result: dict[str, Any], base_name: str, trained_name: str, top: int
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m recipe.nouscoder.eval_lcb compare",
+        prog="python -m recipe.nouscoder.eval.eval_lcb compare",
         description="Compare two eval_lcb results.json files (A = base, B = trained): per-problem pass@1 gains and "
         "losses and a paired bootstrap confidence interval on the pass@1 difference B - A. Writes compare.json "
         "and compare.md to --out and prints the markdown.",

@@ -26,7 +26,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 from verl.workers.rollout.replica import TokenOutput
 
-from recipe.nouscoder.cpu.known_answers import KNOWN_ANSWER_FIELD
+from recipe.nouscoder.extra_fields import KNOWN_ANSWER_FIELD
 from recipe.nouscoder.multi_turn import AGENT_NAME
 from recipe.nouscoder.multi_turn.conversation import Trajectory, Turn
 from recipe.nouscoder.multi_turn.feedback import feedback_message, is_done_reply

@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from recipe.nouscoder.extra_fields import extra_field_values, reward_infos_from_extra_fields
 from recipe.nouscoder.multi_turn.conversation import STOP_REASONS
-from recipe.nouscoder.step_metrics import extra_field_values, reward_infos_from_extra_fields
 from reward_fns.multi_turn import TRAJECTORY_KEY, TURNS
 
 PREFIX = "multi_turn/"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from recipe.nouscoder import eval_lcb
+from recipe.nouscoder.eval import eval_lcb
 from recipe.nouscoder.eval.compare import compare
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from data_prep import build_deepcoder_mix
 from data_prep.sample import load_solutions
-from recipe.nouscoder import eval_lcb
+from recipe.nouscoder.eval import eval_lcb
 from recipe.nouscoder.eval.data import load_eval_problems
 
 N = 4
@@ -169,7 +169,7 @@ def test_resume_after_kill_gives_the_same_results(sample_eval: dict) -> None:
     out = sample_eval["root"] / "killed"
     graded = out / "graded.jsonl"
     inputs = ["--completions", str(sample_eval["completions"]), "--data", str(sample_eval["data"]), *GRADING_FLAGS]
-    command = [sys.executable, "-m", "recipe.nouscoder.eval_lcb", *inputs, "--out", str(out), "--workers", "1"]
+    command = [sys.executable, "-m", "recipe.nouscoder.eval.eval_lcb", *inputs, "--out", str(out), "--workers", "1"]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and process.poll() is None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 import pytest
 
-from recipe.nouscoder import eval_lcb
+from recipe.nouscoder.eval import eval_lcb
 from recipe.nouscoder.eval.cache import read_records
 from recipe.nouscoder.eval.generate import Generation, GenerationSettings, Request, request_seed
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from recipe.nouscoder import eval_lcb
+from recipe.nouscoder.eval import eval_lcb
 from recipe.nouscoder.eval.cache import AppendOnlyJsonl, read_records
 from recipe.nouscoder.eval.data import EvalProblem
 from recipe.nouscoder.eval.generate import (

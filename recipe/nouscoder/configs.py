@@ -1,0 +1,74 @@
+"""Where the experiment configs live and how they are composed: the one source for both.
+
+The config directory is ``$NOUSCODER_CONFIG_DIR`` if set, else ``configs/`` of this repository (two levels above
+this file; an editable install). A user's own directory (a copy of ``configs/`` with their experiments) is selected
+by that variable, which the launcher, preflight and ``recipe.nouscoder.main`` all read.
+
+An experiment is a top-level YAML file of the directory; files starting with ``_`` and ``nouscoder_base.yaml`` are
+building blocks. :func:`compose_experiment` composes one as ``python -m recipe.nouscoder.main --config-name NAME``
+does (hydra's compose API over the same directory), without running anything.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+CONFIG_DIR_ENV = "NOUSCODER_CONFIG_DIR"
+BASE_CONFIG = "nouscoder_base"
+
+
+def config_dir() -> Path:
+    """The hydra config directory: $NOUSCODER_CONFIG_DIR, else the repository's configs/."""
+    configured = os.environ.get(CONFIG_DIR_ENV)
+    directory = (
+        Path(configured).expanduser().resolve() if configured else Path(__file__).resolve().parents[2] / "configs"
+    )
+    if not (directory / f"{BASE_CONFIG}.yaml").is_file():
+        raise FileNotFoundError(
+            f"no {BASE_CONFIG}.yaml in {directory}: install this repository editable (pip install -e .) "
+            f"or set {CONFIG_DIR_ENV} to a copy of its configs/ directory."
+        )
+    return directory
+
+
+def experiment_names(directories: Sequence[Path] | None = None) -> list[str]:
+    """The configs one can run: top-level YAML files of the config directories, but the building blocks."""
+    names = {
+        path.stem
+        for directory in (directories or [config_dir()])
+        for path in directory.glob("*.yaml")
+        if not path.stem.startswith("_") and path.stem != BASE_CONFIG
+    }
+    return sorted(names)
+
+
+class UnknownExperiment(ValueError):
+    """A config name that is no experiment of the config directory."""
+
+
+def check_experiment(name: str, directories: Sequence[Path] | None = None) -> None:
+    """Raise :class:`UnknownExperiment` naming the closest experiment when ``name`` is none of them."""
+    directories = list(directories or [config_dir()])
+    if any((directory / f"{name.removesuffix('.yaml')}.yaml").is_file() for directory in directories):
+        return
+    names = experiment_names(directories)
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    where = ", ".join(str(directory) for directory in directories)
+    raise UnknownExperiment(f"no experiment config {name!r} in {where}{hint}. Experiments: {', '.join(names)}")
+
+
+def compose_experiment(name: str, overrides: Sequence[str] = ()) -> DictConfig:
+    """The composed config of experiment ``name`` with hydra ``overrides`` (unknown names: UnknownExperiment)."""
+    from hydra import compose, initialize_config_dir
+
+    check_experiment(name)
+    with initialize_config_dir(config_dir=str(config_dir()), version_base=None):
+        return compose(config_name=name, overrides=list(overrides))
