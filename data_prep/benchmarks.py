@@ -146,9 +146,7 @@ def _build_one(benchmark: Benchmark, config: BenchmarkBuildConfig, mode: str) ->
     interactive: list[dict[str, str]] = []
     path = config.out_dir / f"{benchmark.name}.parquet"
     writer = SplitWriter(path)
-    write_test_split(
-        _without_interactive(problems, interactive, stats), writer, EvalSetIndex(), build_config, stats
-    )
+    write_test_split(_without_interactive(problems, interactive, stats), writer, EvalSetIndex(), build_config, stats)
     content_hash = writer.close()
     expected, count_source = expected_problems(benchmark.name)
     read_rows = writer.rows_written + len(interactive) + sum(n for (_, _, reason), n in stats.dropped.items())

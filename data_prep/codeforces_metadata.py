@@ -56,8 +56,10 @@ class CodeforcesMetadata:
     def read(cls, path: Path) -> CodeforcesMetadata:
         """Raises ValueError naming the file when it is neither layout."""
         text = path.read_text(encoding="utf-8").lstrip()
-        if text.startswith("[") and isinstance(parsed := _json_or_none(text), list) and all(
-            isinstance(item, str) for item in parsed
+        if (
+            text.startswith("[")
+            and isinstance(parsed := _json_or_none(text), list)
+            and all(isinstance(item, str) for item in parsed)
         ):
             bad = [item for item in parsed if not PROBLEM_ID.match(item)]
             if bad:

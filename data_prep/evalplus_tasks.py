@@ -82,7 +82,9 @@ def task_ground_truth(task: dict[str, Any]) -> dict[str, Any]:
             try:
                 value = function(*copy.deepcopy(call))
             except Exception as exc:  # noqa: BLE001
-                raise MalformedRow("canonical_failed", f"{suite} input {position}: {type(exc).__name__}: {exc}") from exc
+                raise MalformedRow(
+                    "canonical_failed", f"{suite} input {position}: {type(exc).__name__}: {exc}"
+                ) from exc
             seconds.append(time.perf_counter() - started)
             try:
                 outputs.append(to_literal_text(value))

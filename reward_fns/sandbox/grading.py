@@ -131,7 +131,11 @@ def _run_tests(server: ForkServer, code: str, problem: Problem, config: GraderCo
 
 
 def _test_verdict(
-    server: ForkServer, outcome: RunOutcome, test: TestCase, config: GraderConfig, cpu_limit: float,
+    server: ForkServer,
+    outcome: RunOutcome,
+    test: TestCase,
+    config: GraderConfig,
+    cpu_limit: float,
     budget_limited: bool,
 ) -> tuple[Verdict, str]:
     if not outcome.setup_ok:
