@@ -133,7 +133,7 @@ def _build_one(benchmark: Benchmark, config: BenchmarkBuildConfig, mode: str) ->
     extra: dict[str, Any] = {}
     if benchmark.lcb_window:
         problems: Iterator[Problem] = lcb_test_problems(
-            build_config, mode, sample_problems() if mode == "sample" else [], lcb_files, stats
+            build_config, mode, sample_problems(include_large=False) if mode == "sample" else [], lcb_files, stats
         )
     else:
         read = list(_eval_source_problems(benchmark.source, build_config, mode, stats))
