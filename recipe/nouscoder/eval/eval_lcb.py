@@ -397,22 +397,24 @@ def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None)
     """The whole evaluation; returns each benchmark's summary (what its ``results.json`` holds)."""
     args.out.mkdir(parents=True, exist_ok=True)
     problems = {benchmark.name: load_eval_problems(benchmark.path) for benchmark in args.benchmarks}
-    owner: dict[str, str] = {}
+    union: dict[str, EvalProblem] = {}
     for name, listed in problems.items():
         for problem in listed:
-            if problem.problem_id in owner:
-                raise ValueError(f"problem {problem.problem_id} is in both {owner[problem.problem_id]} and {name}")
-            owner[problem.problem_id] = name
+            if union.setdefault(problem.problem_id, problem).messages != problem.messages:
+                raise ValueError(
+                    f"problem {problem.problem_id} of {name} has another prompt in an earlier --data; build the "
+                    "benchmarks with one --prompt-variant"
+                )
     config = grader_config(grader_overrides(args))
-    all_problems = [problem for listed in problems.values() for problem in listed]
-    samples, settings = load_samples(args, all_problems, make_engine, config)
-    samples = without_ungraded(samples, args.benchmarks, owner)
+    samples, settings = load_samples(args, list(union.values()), make_engine, config)  # one sampling pass for all
+    samples = without_ungraded(samples, args.benchmarks, union)
     n = args.n if args.completions is not None else (args.n or DEFAULT_N)
     single = len(args.benchmarks) == 1
     summaries, suite = {}, {}
     for benchmark in args.benchmarks:
         out = args.out if single else args.out / benchmark.name
-        mine = samples if single else [sample for sample in samples if owner.get(sample.problem_id) == benchmark.name]
+        ids = {problem.problem_id for problem in problems[benchmark.name]}
+        mine = samples if single else [sample for sample in samples if sample.problem_id in ids]
         summary, benchmark_settings = evaluate_benchmark(
             args, benchmark, out, mine, problems[benchmark.name], config, n, settings
         )
@@ -424,10 +426,12 @@ def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None)
     return summaries
 
 
-def without_ungraded(samples: list[Sample], benchmarks: Sequence[BenchmarkData], owner: dict[str, str]) -> list[Sample]:
+def without_ungraded(
+    samples: list[Sample], benchmarks: Sequence[BenchmarkData], problems: dict[str, EvalProblem]
+) -> list[Sample]:
     """The samples, less those of problems their build did not write (interactive: reported, not graded)."""
     ungraded = {entry["problem_id"] for benchmark in benchmarks for entry in benchmark.not_graded}
-    kept = [sample for sample in samples if sample.problem_id not in ungraded or sample.problem_id in owner]
+    kept = [sample for sample in samples if sample.problem_id not in ungraded or sample.problem_id in problems]
     if len(kept) < len(samples):
         print(
             f"eval_lcb: {len(samples) - len(kept)} samples of interactive problems are not graded (their tests are a "
@@ -496,7 +500,7 @@ def evaluate_benchmark(
     paths = write_report(out, summary, settings, results, ks, length_unit)
     print(
         f"eval_lcb: {benchmark.name}: pass@1 {100 * summary['pass_at_k']['1']:.2f}% over {summary['problems']} "
-        "problems; wrote " + ", ".join(str(path) for path in paths),
+        f"problems; wrote {', '.join(path.name for path in paths)} in {out}",
         file=sys.stderr,
     )
     return summary, settings

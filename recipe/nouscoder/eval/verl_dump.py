@@ -74,8 +74,8 @@ def final_turns(generations: Path) -> list[dict[str, Any]]:
     return list(samples.values())
 
 
-def completions(generations: Path, data: list[Path]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """``eval_lcb --completions`` lines (``problem_id``, ``sample_index``, ``completion``) and counts.
+def completions(generations: list[Path], data: list[Path]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """``eval_lcb --completions`` lines (``problem_id``, ``sample_index``, ``completion``) of every dump, and counts.
 
     Raises:
         ValueError: a generation whose ground truth no row of ``data`` has.
@@ -84,12 +84,13 @@ def completions(generations: Path, data: list[Path]) -> tuple[list[dict[str, Any
     lines: list[dict[str, Any]] = []
     next_index: dict[str, int] = defaultdict(int)
     counts = {"generations": 0, "shared_ground_truth": 0}
-    for line in final_turns(generations):
+    for line in (line for directory in generations for line in final_turns(directory)):
         counts["generations"] += 1
         problem_ids = owners.get(line["gts"])
         if not problem_ids:
             raise ValueError(
-                f"a generation in {generations} has a ground truth no row of {', '.join(map(str, data))} has: the "
+                f"a generation in {', '.join(map(str, generations))} has a ground truth no row of "
+                f"{', '.join(map(str, data))} has: the "
                 "dump is of other data (pass the parquet the validation ran on)"
             )
         counts["shared_ground_truth"] += len(problem_ids) > 1
@@ -129,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         "matched through the ground truth), and with --config-name the sampling settings beside it.",
         formatter_class=DefaultsHelpFormatter,
     )
-    parser.add_argument("--generations", type=Path, required=True, help="the run's trainer.validation_data_dir")
+    parser.add_argument(
+        "--generations", type=Path, nargs="+", required=True, help="the runs' trainer.validation_data_dir(s)"
+    )
     parser.add_argument("--data", type=Path, nargs="+", required=True, help="the parquet(s) the validation ran on")
     parser.add_argument("--out", type=Path, required=True, help="the completions JSONL to write")
     parser.add_argument("--config-name", default=None, help="the evaluation config the validation ran (settings)")
