@@ -7,7 +7,9 @@ QwenLM/CodeElo ``calc_rating.py`` reading the same data from a file), per contes
    first member's handle also has a rating change (``contest.ratingChanges``), both lists kept in their order; a
    contest with 200 such participants or fewer is left out.
 2. the model's score and penalty: for each problem of the contest in standings order that was evaluated, the first
-   ``pass_n`` samples (in sample order; rLLM's command default is 1) are its submissions; at the first accepted one,
+   ``pass_n`` samples (in sample order) are its submissions, by default all of them (rLLM evaluated DeepCoder on
+   Codeforces with 8 samples and ran ``cf_elo_calc.py --pass_n 8``: rllm-org/rllm ``scripts/eval/README.md`` at
+   commit 18e446c5; the script's own default is 1); at the first accepted one,
    the i-th (from 0), the problem adds ``max(0, points - 50 i)`` when the problem has points, else 1 to the score
    and ``10 i`` to the penalty. Problems not evaluated (interactive, not in the set) are unsolved.
 3. its rank: the index (from 0) of the first standings row with fewer points, or as many points and a larger
@@ -85,7 +87,9 @@ def expected_rank(rating: float, old_ratings: np.ndarray) -> float:
     return float(1.0 + np.sum(1.0 / (1.0 + np.power(10.0, (rating - old_ratings) / 400.0))))
 
 
-def contest_rating(contest_id: int, contest: dict[str, Any], solved: dict[str, list[bool]], pass_n: int = 1):
+def contest_rating(
+    contest_id: int, contest: dict[str, Any], solved: dict[str, list[bool]], pass_n: int | None = None
+) -> ContestRating | str:
     """The model's rating in one contest (steps 1-4 of the module docstring), or the reason there is none.
 
     ``contest``: the local file's entry (``problems``, ``standings`` as ``[handle, points, penalty]`` rows,
@@ -161,7 +165,10 @@ def read_contest_data(path: Path) -> dict[str, Any]:
 
 
 def codeforces_rating(
-    problems: Sequence[ProblemResult], contest_data: dict[str, Any] | None, pass_n: int = 1, data_hint: str = ""
+    problems: Sequence[ProblemResult],
+    contest_data: dict[str, Any] | None,
+    pass_n: int | None = None,
+    data_hint: str = "",
 ) -> dict[str, Any]:
     """The rating and percentile (module docstring), per contest and overall; without contest data, the reason."""
     solved: dict[int, dict[str, list[bool]]] = {}
@@ -170,7 +177,10 @@ def codeforces_rating(
         if contest is not None:
             verdicts = [sample.correct for sample in sorted(problem.samples, key=lambda s: s.sample_index)]
             solved.setdefault(contest, {})[problem.problem_id.rsplit("/", 1)[-1]] = verdicts
-    method = {"pass_n": pass_n, "method": "CodeElo as rLLM used it (rllm-org/rllm scripts/benchmark/cf_elo_calc.py)"}
+    method = {
+        "pass_n": pass_n or "all samples",
+        "method": "CodeElo as rLLM used it (rllm-org/rllm scripts/benchmark/cf_elo_calc.py)",
+    }
     if not solved:
         return {"rating": None, "reason": "no evaluated problem has a Codeforces id (contest + index)", **method}
     if contest_data is None:

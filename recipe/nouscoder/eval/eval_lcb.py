@@ -214,8 +214,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     codeforces.add_argument(
         "--codeforces-pass-n",
         type=int,
-        default=1,
-        help="samples taken as a problem's submissions, in sample order (rLLM's cf_elo_calc.py default: 1)",
+        default=None,
+        help="the first N samples of a problem are its submissions, in sample order (default: all; rLLM rated "
+        "DeepCoder with 8 samples and --pass_n 8)",
     )
     grading = parser.add_argument_group(
         "grading (defaults: the training limits of reward_fns.types.GraderConfig, "
@@ -246,7 +247,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         value = getattr(args, flag)
         if value is not None and not value.is_file():
             parser.error(f"--{flag.replace('_', '-')} {value} does not exist")
-    if args.codeforces_pass_n < 1:
+    if args.codeforces_pass_n is not None and args.codeforces_pass_n < 1:
         parser.error("--codeforces-pass-n must be >= 1")
     args.benchmarks = [load_benchmark(path, name) for name, path in data]
     names = [benchmark.name for benchmark in args.benchmarks]

@@ -210,8 +210,8 @@ def _codeforces_section(summary: dict[str, Any], ks: Sequence[int]) -> list[str]
         return lines
     lines += [
         f"Codeforces rating **{rating['rating']:.0f}**, percentile **{rating['percentile']:.1f}%** "
-        f"(mean of {rating['contests_rated']} contest ratings; {rating['method']}; the first {rating['pass_n']} "
-        f"sample(s) of each problem are its submissions). Human distribution: {rating['rating_distribution']}.",
+        f"(mean of {rating['contests_rated']} contest ratings; {rating['method']}; submissions per problem: the first "
+        f"{rating['pass_n']} in sample order). Human distribution: {rating['rating_distribution']}.",
         "",
         "| contest | participants | score | penalty | rank | rating | percentile |",
         "|---|---|---|---|---|---|---|",

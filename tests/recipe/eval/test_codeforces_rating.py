@@ -77,17 +77,19 @@ def test_contest_ratings_of_the_worked_example() -> None:
     icpc = contest_rating(1001, icpc_contest(), {"1001A": [True, False], "1001C": [True], "1001B": [False]})
     assert (icpc.rank, icpc.score, icpc.penalty, icpc.participants, icpc.rating) == (51, 2, 0, 250, 1744)
     assert icpc.rating == brute_force_rating([1500] * 249 + [2500], 51)
-    points = contest_rating(1002, points_contest(), {"1002A": [True], "1002B": [False, True]})
+    points = contest_rating(1002, points_contest(), {"1002A": [True], "1002B": [False, True]}, pass_n=1)
     assert (points.rank, points.score, points.rating) == (151, 500.0, 1600)
     assert "200 rated participants" in contest_rating(1003, points_contest(200), {"1003A": [True]})
 
 
 def test_later_submissions_cost_points_and_penalty() -> None:
-    """pass_n = 2: B accepted at the second submission is worth 1000 - 50; C at the second adds 10 penalty minutes."""
-    points = contest_rating(1002, points_contest(), {"1002A": [True], "1002B": [False, True]}, pass_n=2)
+    """Every sample a submission (the default, rLLM's --pass_n 8 on 8 samples): B accepted at the second is worth
+    1000 - 50; C at the second adds 10 penalty minutes."""
+    points = contest_rating(1002, points_contest(), {"1002A": [True], "1002B": [False, True]})
     assert points.score == 500 + 950
-    icpc = contest_rating(1001, icpc_contest(), {"1001A": [True], "1001C": [False, True]}, pass_n=2)
+    icpc = contest_rating(1001, icpc_contest(), {"1001A": [True], "1001C": [False, True]})
     assert (icpc.score, icpc.penalty, icpc.rank) == (2, 10, 51)
+    assert contest_rating(1001, icpc_contest(), {"1001A": [True], "1001C": [False, True]}, pass_n=1).score == 1
 
 
 def test_percentile_and_the_two_distribution_layouts() -> None:
