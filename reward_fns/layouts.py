@@ -174,7 +174,7 @@ def evalplus_tests(task: Mapping[str, Any]) -> list[dict[str, Any]]:
     tests = []
     for suite, (inputs_key, outputs_key, times_key) in evalplus.SUITE_KEYS.items():
         inputs, outputs, times = task.get(inputs_key), task.get(outputs_key), task.get(times_key)
-        if not all(isinstance(value, list) for value in (inputs, outputs, times)):
+        if not (isinstance(inputs, list) and isinstance(outputs, list) and isinstance(times, list)):
             raise LayoutError(f"an EvalPlus task needs the lists {inputs_key}, {outputs_key} and {times_key}")
         if not len(inputs) == len(outputs) == len(times):
             raise LayoutError(f"{suite}: {len(inputs)} inputs, {len(outputs)} outputs, {len(times)} times")

@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 import types
+from typing import Any
 
 from reward_fns.sandbox.isolation import LOAD_STRETCH, flush_c_streams
 
@@ -168,7 +169,7 @@ def to_literal_text(value: object) -> str:
         raise UnconvertibleResult("result nested too deeply to convert") from exc
 
 
-def _literal(value: object, depth: int) -> str:
+def _literal(value: Any, depth: int) -> str:
     if depth > MAX_RESULT_DEPTH:
         raise UnconvertibleResult(f"result nested deeper than {MAX_RESULT_DEPTH}")
     kind = _type(value)
@@ -369,7 +370,7 @@ def run_evalplus(code: types.CodeType, fn_name: str) -> int:
     module = _program_module("solution")
     try:
         exec(code, module.__dict__)
-        function = _find_function(module.__dict__, fn_name)
+        function: Any = _find_function(module.__dict__, fn_name)
     except SystemExit as exc:
         return _finalize(_exit_status(exc))
     except BaseException:

@@ -175,8 +175,8 @@ def codeforces_rating(
     for problem in problems:
         contest = contest_of(problem.problem_id)
         if contest is not None:
-            verdicts = [sample.correct for sample in sorted(problem.samples, key=lambda s: s.sample_index)]
-            solved.setdefault(contest, {})[problem.problem_id.rsplit("/", 1)[-1]] = verdicts
+            in_order = [sample.correct for sample in sorted(problem.samples, key=lambda s: s.sample_index)]
+            solved.setdefault(contest, {})[problem.problem_id.rsplit("/", 1)[-1]] = in_order
     method = {
         "pass_n": pass_n or "all samples",
         "method": "CodeElo as rLLM used it (rllm-org/rllm scripts/benchmark/cf_elo_calc.py)",
