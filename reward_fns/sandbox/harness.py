@@ -112,9 +112,14 @@ class UnconvertibleResult(Exception):
 
 def to_json_text(value: object) -> str:
     """JSON text of ``value`` using only exact builtin types; tuples become lists; numpy scalars/arrays allowed."""
+    return _text_of(value, _convert)
+
+
+def _text_of(value: object, convert: Any) -> str:
+    """``convert(value, 0)`` with no limit on an integer's digits; too deep a value is ``UnconvertibleResult``."""
     _set_int_digits(0)
     try:
-        return _convert(value, 0)
+        return convert(value, 0)
     except RecursionError as exc:
         raise UnconvertibleResult("result nested too deeply to convert") from exc
 
@@ -162,11 +167,7 @@ def to_literal_text(value: object) -> str:
     """``value`` as a Python literal (``ast.literal_eval`` reads it back with its types: tuple, list, set, dict,
     int, float, str, bytes, bool, None), using only exact builtin types like ``to_json_text``; infinities are written
     ``1e999``; NaN, other classes and deeper nesting raise ``UnconvertibleResult``."""
-    _set_int_digits(0)
-    try:
-        return _literal(value, 0)
-    except RecursionError as exc:
-        raise UnconvertibleResult("result nested too deeply to convert") from exc
+    return _text_of(value, _literal)
 
 
 def _literal(value: Any, depth: int) -> str:

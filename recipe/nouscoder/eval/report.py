@@ -92,12 +92,21 @@ def _coverage_warning(summary: dict[str, Any], settings: dict[str, Any]) -> list
     ]
 
 
+def _pass_at_k_rows(first_column: str, rows: dict[str, dict[str, float]]) -> list[str]:
+    """A pass@k table: one row per label, the k of the first row as columns."""
+    shown = list(next(iter(rows.values())))
+    return [
+        f"| {first_column} | " + " | ".join(f"pass@{k}" for k in shown) + " |",
+        "|---|" + "---|" * len(shown),
+        *(f"| {label} | " + " | ".join(_percent(values[k]) for k in shown) + " |" for label, values in rows.items()),
+    ]
+
+
 def _multi_turn_section(summary: dict[str, Any]) -> list[str]:
     """Single-turn (first programs) beside multi-turn (final programs) pass@k, and how the conversations went."""
     multi = summary.get("multi_turn")
     if not multi:
         return []
-    shown = list(multi["multi_turn_pass_at_k"])
     metrics = multi["metrics"]
     hist = ", ".join(
         f"{name.removeprefix('turns/hist_')} turns {_percent(value)}"
@@ -117,10 +126,13 @@ def _multi_turn_section(summary: dict[str, Any]) -> list[str]:
     return [
         "## Single-turn vs multi-turn (public-test feedback)",
         "",
-        "| programs graded | " + " | ".join(f"pass@{k}" for k in shown) + " |",
-        "|---|" + "---|" * len(shown),
-        "| first turn (single-turn) | " + " | ".join(_percent(multi["single_turn_pass_at_k"][k]) for k in shown) + " |",
-        "| final turn (multi-turn) | " + " | ".join(_percent(multi["multi_turn_pass_at_k"][k]) for k in shown) + " |",
+        *_pass_at_k_rows(
+            "programs graded",
+            {
+                "first turn (single-turn)": multi["single_turn_pass_at_k"],
+                "final turn (multi-turn)": multi["multi_turn_pass_at_k"],
+            },
+        ),
         "",
         f"Turns used: mean {metrics['turns/mean']:.2f} ({hist}). Public tests passed, by turn: {public or '-'}.",
         f"Feedback was given to {int(metrics.get('feedback/given', 0))} samples; the final program of "
@@ -231,14 +243,13 @@ def _humanevalplus_section(summary: dict[str, Any]) -> list[str]:
     evalplus = summary.get("humanevalplus")
     if not evalplus:
         return []
-    shown = list(evalplus["plus_pass_at_k"])
     return [
         "## HumanEval+: base and plus tests",
         "",
-        "| tests | " + " | ".join(f"pass@{k}" for k in shown) + " |",
-        "|---|" + "---|" * len(shown),
-        "| base (HumanEval's) | " + " | ".join(_percent(evalplus["base_pass_at_k"][k]) for k in shown) + " |",
-        "| base + plus (HumanEval+) | " + " | ".join(_percent(evalplus["plus_pass_at_k"][k]) for k in shown) + " |",
+        *_pass_at_k_rows(
+            "tests",
+            {"base (HumanEval's)": evalplus["base_pass_at_k"], "base + plus (HumanEval+)": evalplus["plus_pass_at_k"]},
+        ),
         "",
         'A task passes "plus" when its base and plus tests all pass (EvalPlus); the pass@k above the breakdowns is '
         "this one.",
