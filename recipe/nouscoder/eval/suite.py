@@ -79,9 +79,11 @@ def suite_markdown(entries: dict[str, dict[str, Any]], who: str) -> str:
     sources = sorted({seed.source for name in entries for seed in figures(name)})
     lines += [
         "",
-        "Seed figures: " + "; ".join(sources) + ". NousCoder evaluated with temperature 0.6, top-p 0.95 and 8 "
-        "samples (Pass@8); the DeepCoder card states no sampling settings or sample counts. Figures compare only on the "
-        "same benchmark, context and sampling; a bundled-sample run is a pipeline check, not a score."
+        "Seed figures: " + "; ".join(sources) + ". NousCoder sampled with temperature 0.6 and top-p 0.95, 8 samples "
+        "a problem (Pass@8); the DeepCoder card states no sampling settings (rLLM's evaluation script: temperature "
+        "0.6, top-p 0.95, 65,536 response tokens, 1 sample a LiveCodeBench problem, 8 a Codeforces one). Figures "
+        "compare only on the same benchmark, context and sampling; a bundled-sample run is a pipeline check, not a "
+        "score."
         if sources
         else "No seed table reports these benchmarks.",
         "",
