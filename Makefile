@@ -107,17 +107,18 @@ wheelhouse: setup
 	@echo "wheelhouse: $$(ls '$(WHEELHOUSE)' | wc -l) files in $(WHEELHOUSE)"
 
 setup-gpu-offline:
-	PIP_NO_INDEX=1 PIP_FIND_LINKS='$(abspath $(WHEELHOUSE))' $(MAKE) --no-print-directory setup-gpu
+	wheels="$$(cd '$(WHEELHOUSE)' && pwd)" && PIP_NO_INDEX=1 PIP_FIND_LINKS="$$wheels" $(MAKE) --no-print-directory setup-gpu
 
 # The reward-only distribution (packages/nouscoder-reward, reward_fns/README.md "Install") through that route: a
-# wheelhouse of it alone, installed offline into a new venv beside another verl release, whose version and files
-# it must leave as they were; then a file graded by the grading CLI and by verl's own reward loader
-# (.ci/reward_only_check.py). Needs PyPI once for that verl release (pip's cache after).
+# wheelhouse of it and what building it needs, installed offline into a new venv beside another verl release, whose
+# version and files it must leave as they were; then a file graded by the grading CLI and by verl's own reward
+# loader; last, built from source offline into a second venv, as setup-gpu-offline builds this package
+# (.ci/reward_only_check.py). Needs PyPI once for that verl release and the wheelhouse (pip's cache after).
 REWARD_ONLY_CHECK_DIR = $(VENV)/reward-only-check
 reward-only-check: setup
 	@rm -rf '$(REWARD_ONLY_CHECK_DIR)'
 	@$(MAKE) --no-print-directory wheelhouse WHEELHOUSE='$(REWARD_ONLY_CHECK_DIR)/wheelhouse' \
-	  WHEELHOUSE_FOR=./packages/nouscoder-reward WHEELHOUSE_SOURCES=
+	  WHEELHOUSE_FOR="'setuptools>=64' wheel ./packages/nouscoder-reward" WHEELHOUSE_SOURCES=
 	@$(PY) .ci/reward_only_check.py --wheelhouse '$(REWARD_ONLY_CHECK_DIR)/wheelhouse' --work '$(REWARD_ONLY_CHECK_DIR)'
 
 # Installs the Debian packages above when running as root and any is missing; otherwise only reports.

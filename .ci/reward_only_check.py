@@ -16,7 +16,11 @@ its requirements into DIR (reward_fns/README.md "Install", README "Offline compu
    ``reward.custom_reward_function.path=pkg://reward_fns.verl_reward``) grades the same completions, with that
    release's verl imported from the venv; what verl itself imports (torch, ray, omegaconf, ...) is lent from the
    interpreter running this script through ``PYTHONPATH`` (links to its site-packages without verl, this
-   repository's package, tqdm and the installers), as an existing environment would have it.
+   repository's package, tqdm and the installers), as an existing environment would have it;
+5. in a second venv, ``pip install --editable packages/nouscoder-reward`` from the wheelhouse alone: a build from
+   source offline, whose build requirements (setuptools, wheel) come from the wheelhouse, as ``make
+   setup-gpu-offline`` builds this repository's package; there a program importing a package of the environment
+   (tqdm) is accepted (reward_fns/README.md "Install": a wheel install hides site-packages from programs).
 
 Each step runs from the work directory, so nothing is imported from the checkout; both graders must load
 ``reward_fns`` from the venv. Exit status 0 when every verdict is the expected one, else 1 with the reason.
@@ -45,7 +49,8 @@ DISTRIBUTION = REPO / "packages" / "nouscoder-reward"
 LENT_EXCEPT = {"verl", "nouscoder-verl", "nouscoder-reward", "tqdm", "pip", "setuptools", "wheel"}
 """Distributions of this interpreter's site-packages not lent to step 4: the venv's own, and the installers."""
 
-ADD = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+ADD_PROGRAM = "a, b = map(int, input().split())\nprint(a + b)\n"
+ADD = f"```python\n{ADD_PROGRAM}```"
 PROBLEMS = [
     {"problem_id": "add", "ground_truth": {"tests": [{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}]}},
     {"problem_id": "add_taco", "ground_truth": json.dumps({"inputs": ["4 5\n", "10 -3\n"], "outputs": ["9\n", "7\n"]})},
@@ -71,6 +76,14 @@ COMPLETIONS = [
         "expected_verdict": "wrong_answer",
     },
 ]
+
+
+ENVIRONMENT_IMPORT = {
+    "problem_id": "add",
+    "completion": f"```python\nimport tqdm\n{ADD_PROGRAM}```",
+    "expected_verdict": "accepted",
+}
+"""A program that imports a package of the grader's environment (step 5)."""
 
 
 class CheckFailed(Exception):
@@ -122,29 +135,44 @@ def lend_site_packages(into: Path) -> int:
     return lent
 
 
-def check(wheelhouse: Path, work: Path, verl_version: str) -> None:
-    """Steps 1-4 of the module docstring; raises CheckFailed naming what went wrong."""
-    environment = work / "venv"
-    shutil.rmtree(environment, ignore_errors=True)
-    venv.create(environment, with_pip=False)
-    python = environment / "bin" / "python"
+def new_venv(path: Path) -> tuple[Path, Path]:
+    """A venv without pip at ``path`` (this interpreter's pip installs into it): its python and site-packages."""
+    shutil.rmtree(path, ignore_errors=True)
+    venv.create(path, with_pip=False)
+    python = path / "bin" / "python"
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    site_packages = Path(run([str(python), "-I", "-c", purelib], cwd=work).strip())
-    install_beside_verl(python, site_packages, wheelhouse, work, verl_version)
+    return python, Path(run([str(python), "-I", "-c", purelib], cwd=path).strip())
 
-    problems, completions = work / "problems.jsonl", work / "completions.jsonl"
+
+def pip_install(python: Path) -> list[str]:
+    return [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
+
+
+def grade_cli(python: Path, work: Path, name: str, completions: list[dict]) -> Path:
+    """Step 3 (and 5): ``python -m reward_fns.grade --check-expected`` in the venv of ``python`` alone (``-I``)."""
+    problems, completions_file = work / "problems.jsonl", work / f"{name}.jsonl"
     problems.write_text("".join(json.dumps(line) + "\n" for line in PROBLEMS), encoding="utf-8")
-    completions.write_text("".join(json.dumps(line) + "\n" for line in COMPLETIONS), encoding="utf-8")
-    files = ["--problems", str(problems), "--completions", str(completions), "--out", str(work / "graded.jsonl")]
+    completions_file.write_text("".join(json.dumps(line) + "\n" for line in completions), encoding="utf-8")
+    files = ["--problems", str(problems), "--completions", str(completions_file), "--out", str(work / f"{name}.out")]
     cli = "-I -m reward_fns.grade --workers 1 --time-limit-s 10 --check-expected".split()
     run([str(python), *cli, *files], cwd=work)
+    return completions_file
+
+
+def check(wheelhouse: Path, work: Path, verl_version: str) -> None:
+    """Steps 1-5 of the module docstring; raises CheckFailed naming what went wrong."""
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse.resolve())}
+    python, site_packages = new_venv(work / "venv")
+    install_beside_verl(python, site_packages, offline, work, verl_version)
+
+    completions = grade_cli(python, work, "completions", COMPLETIONS)
     print(f"python -m reward_fns.grade: {len(COMPLETIONS)} completions, every verdict as expected")
 
     lent = work / "lent"
     shutil.rmtree(lent, ignore_errors=True)
     count = lend_site_packages(lent)
-    itself = [str(python), str(Path(__file__).resolve()), "grade-with-verl", str(problems), str(completions)]
-    loaded = json.loads(run(itself, cwd=work, PYTHONPATH=str(lent)))
+    itself = [str(python), str(Path(__file__).resolve()), "grade-with-verl", str(work / "problems.jsonl")]
+    loaded = json.loads(run([*itself, str(completions)], cwd=work, PYTHONPATH=str(lent)))
     for path in (loaded["verl"], loaded["reward_fns"]):
         if not Path(path).is_relative_to(site_packages):
             raise CheckFailed(f"step 4 imported {path}, not the venv's")
@@ -162,13 +190,19 @@ def check(wheelhouse: Path, work: Path, verl_version: str) -> None:
         f"completions, every verdict and score as expected ({count} entries lent: torch, ray, omegaconf, ...)"
     )
 
+    editable, _ = new_venv(work / "venv-editable")
+    run([*pip_install(editable), "--editable", str(DISTRIBUTION)], cwd=work, **offline)
+    grade_cli(editable, work, "environment_import", [ENVIRONMENT_IMPORT])
+    print("editable install built from source offline; a program importing tqdm from the environment is accepted")
 
-def install_beside_verl(python: Path, site_packages: Path, wheelhouse: Path, work: Path, verl_version: str) -> None:
+
+def install_beside_verl(
+    python: Path, site_packages: Path, offline: dict[str, str], work: Path, verl_version: str
+) -> None:
     """Steps 1 and 2: verl from the index without its requirements, then the reward from the wheelhouse alone."""
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
-    run([*pip, "--no-deps", f"verl=={verl_version}"], cwd=work)
+    run([*pip_install(python), "--no-deps", f"verl=={verl_version}"], cwd=work)
     before, record = installed(python), verl_record(site_packages)
-    run([*pip, "nouscoder-reward"], cwd=work, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheelhouse.resolve()))
+    run([*pip_install(python), "nouscoder-reward"], cwd=work, **offline)
     after = installed(python)
     added = {name: version for name, version in after.items() if name not in before}
     listed = ", ".join(f"{name} {version}" for name, version in sorted(added.items()))
