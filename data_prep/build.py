@@ -41,7 +41,15 @@ from data_prep.loading import (
 from data_prep.manifest import REPORT_LIST_LIMIT, build_manifest, log_summary
 from data_prep.parquet_writer import SplitWriter, verl_row
 from data_prep.problem import Problem
-from data_prep.sources import ALL_SOURCES, SOURCES, lcb_release_files, local_files
+from data_prep.sources import (
+    ALL_SOURCES,
+    SOURCES,
+    MissingLocalCopy,
+    download_command,
+    fetch_command,
+    lcb_release_files,
+    local_files,
+)
 from data_prep.statements import statement_words
 
 
@@ -58,6 +66,8 @@ def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[s
     unknown = [name for name in config.train_sources if name not in SOURCES]
     if unknown:
         raise ValueError(f"unknown train source(s) {unknown}; choose from {', '.join(SOURCES)}")
+    if mode == "local":
+        check_local_copies(("lcb", *config.train_sources), config, lcb_files)
     sample = sample_problems() if mode == "sample" else []
     stats = BuildStats()
     verified = load_verified(config.verified) if config.verified else None
@@ -100,9 +110,7 @@ def resolve_mode(config: BuildConfig) -> str:
     if hub_reachable():
         return "hub"
     repos = dict.fromkeys(SOURCES[name].repo for name in ("lcb", *config.train_sources) if name in SOURCES)
-    downloads = "; ".join(
-        f"huggingface-cli download {repo} --repo-type dataset --local-dir ROOT/{repo}" for repo in repos
-    )
+    downloads = "; ".join(download_command(repo, f"ROOT/{repo}") for repo in repos)
     raise SourceUnavailable(
         "--from auto: no --local-dir was given and the Hugging Face hub is unreachable (an offline node?), so there "
         f"is nothing to build from. On a machine with network run: {downloads}; then pass --local-dir ROOT. "
@@ -341,8 +349,7 @@ def source_rows(
     if pinned and local and pinned not in local.split(", "):
         raise SourceUnavailable(
             f"source {name!r}: the local copy {repo_dir} is revision {local}, but --revision pins {pinned}. Download "
-            f"that revision: huggingface-cli download {source.repo} --repo-type dataset --revision {pinned} "
-            f"--local-dir {repo_dir}"
+            f"that revision: {download_command(source.repo, repo_dir, pinned)}"
         )
     if pinned and not local:
         stats.warnings.append(
@@ -351,12 +358,40 @@ def source_rows(
         )
     stats.reads[name] = {
         "repo": source.repo,
-        "revision": local or "unknown (no huggingface-cli download metadata in the local copy)",
+        "revision": local or "unknown (no hf download metadata in the local copy)",
         "requested": pinned,
         "local_dir": str(repo_dir),
         "files": [{"path": str(path.relative_to(repo_dir)), "bytes": path.stat().st_size} for path in files],
     }
     return rows
+
+
+def check_local_copies(names: Iterable[str], config: BuildConfig, lcb_files: tuple[str, ...]) -> None:
+    """Every source of ``names`` has a local copy holding its files; else one SourceUnavailable that names each
+    missing one and the download command of each missing directory (an empty ``--local-dir`` lists them all, not
+    only the first the build would read)."""
+    missing = []
+    for name in dict.fromkeys(names):
+        try:
+            local_files(SOURCES[name], repo_dir_of(name, config), lcb_files)
+        except MissingLocalCopy as exc:
+            missing.append(exc)
+    if len(missing) == 1:
+        raise SourceUnavailable(str(missing[0]))
+    if missing:
+        downloads = dict.fromkeys(fetch_command(exc.source, exc.repo_dir) for exc in missing)
+        raise SourceUnavailable(
+            "\n".join(
+                [
+                    f"{len(missing)} sources have no local copy:",
+                    *(f"  {exc.source.name} ({exc.source.describe()}): {exc.repo_dir} ({exc.why})" for exc in missing),
+                    "Download them with:",
+                    *(f"  {command}" for command in downloads),
+                    "or point to other copies with --source-dir NAME=PATH, or build from the bundled sample with "
+                    "--from sample.",
+                ]
+            )
+        )
 
 
 def repo_dir_of(name: str, config: BuildConfig) -> Path:

@@ -19,7 +19,7 @@ from data_prep.decontamination import DecontaminationConfig
 from data_prep.filters import QualityConfig
 from data_prep.loading import SourceUnavailable
 from data_prep.prompts import PROMPT_VARIANTS
-from data_prep.sources import SOURCES, Source
+from data_prep.sources import SOURCES, Source, download_command
 from reward_fns.cli import DefaultsHelpFormatter
 
 
@@ -38,7 +38,7 @@ def add_location_arguments(parser: argparse.ArgumentParser, sources: Mapping[str
         "--local-dir",
         type=Path,
         help="root holding a copy of each dataset repository as ROOT/<owner>/<name>, e.g. what "
-        "`huggingface-cli download <owner>/<name> --repo-type dataset --local-dir ROOT/<owner>/<name>` leaves",
+        f"`{download_command('<owner>/<name>', 'ROOT/<owner>/<name>')}` leaves",
     )
     parser.add_argument(
         "--source-dir",

@@ -50,7 +50,7 @@ def hub_revision(repo: str, revision: str | None = None) -> str:
 
 
 def local_revision(repo_dir: Path, files: list[Path]) -> str | None:
-    """The commit the local copy was downloaded at: ``huggingface-cli download --local-dir`` writes
+    """The commit the local copy was downloaded at: ``hf download --local-dir`` writes
     ``.cache/huggingface/download/<file>.metadata`` whose first line is the commit sha (``huggingface_hub
     _local_folder.py``). None when no file has one; ``"a, b"`` when files come from different commits."""
     commits = set()

@@ -1,8 +1,8 @@
 """The raw sources of the DeepCoder mix: where their files are and how one row becomes a :class:`Problem`.
 
 Each source reads its dataset repository's own files, either from a local copy (``--local-dir ROOT`` holds
-``ROOT/<owner>/<name>/...`` as ``huggingface-cli download <owner>/<name> --repo-type dataset --local-dir
-ROOT/<owner>/<name>`` leaves it) or from the hub. Row layouts (the public code each fact comes from is cited in
+``ROOT/<owner>/<name>/...`` as ``hf download <owner>/<name> --repo-type dataset --local-dir ROOT/<owner>/<name>``
+leaves it: ``download_command``) or from the hub. Row layouts (the public code each fact comes from is cited in
 ``data_prep/README.md``, "Format facts"):
 
 - ``livecodebench/code_generation_lite``: ``test.jsonl``, ``test2.jsonl`` ... ``test6.jsonl`` (release_v1 ...
@@ -283,32 +283,47 @@ EVAL_ONLY_SOURCES: dict[str, Source] = {
 ALL_SOURCES = {**SOURCES, **EVAL_ONLY_SOURCES}
 
 
+def download_command(repo: str, local_dir: Path | str, revision: str | None = None) -> str:
+    """The command that puts a dataset repository where ``--local-dir`` / ``--source-dir`` read it: huggingface_hub's
+    ``hf download`` (in huggingface_hub 1.33, this environment's, ``huggingface-cli`` only says that it is deprecated
+    and exits 1)."""
+    pinned = f" --revision {revision}" if revision else ""
+    return f"hf download {repo} --repo-type dataset{pinned} --local-dir {local_dir}"
+
+
+def fetch_command(source: Source, repo_dir: Path | str) -> str:
+    """The command that puts ``source``'s files in ``repo_dir``: its release file with curl when it has one (EvalPlus's
+    GitHub release), else ``download_command`` of its dataset repository."""
+    if source.download_url:
+        return f"curl -L --create-dirs -o {repo_dir}/{source.download_url.rsplit('/', 1)[-1]} {source.download_url}"
+    return download_command(source.repo, repo_dir)
+
+
+class MissingLocalCopy(FileNotFoundError):
+    """A source has no local copy at ``repo_dir`` (``why``: the directory is absent, or no file matches)."""
+
+    def __init__(self, source: Source, repo_dir: Path, why: str) -> None:
+        self.source, self.repo_dir, self.why = source, repo_dir, why
+        super().__init__(
+            f"source {source.name!r} ({source.describe()}): no local copy at {repo_dir} ({why}). "
+            f"Download it with `{fetch_command(source, repo_dir)}`, point to another copy with "
+            f"--source-dir {source.name}=PATH, or build from the bundled sample with --from sample."
+        )
+
+
 def local_files(source: Source, repo_dir: Path, lcb_files: tuple[str, ...] = LCB_FILES) -> list[Path]:
-    """The source's files under a local copy of its repository, sorted; raises FileNotFoundError with advice."""
+    """The source's files under a local copy of its repository, sorted; raises MissingLocalCopy with advice."""
     patterns = lcb_files if source.name == "lcb" else source.file_patterns
     if not repo_dir.is_dir():
-        raise FileNotFoundError(_missing_message(source, repo_dir, "the directory does not exist"))
+        raise MissingLocalCopy(source, repo_dir, "the directory does not exist")
     files = sorted(
         path
         for path in repo_dir.rglob("*")
         if path.is_file() and any(fnmatch.fnmatch(path.relative_to(repo_dir).as_posix(), p) for p in patterns)
     )
     if not files:
-        raise FileNotFoundError(_missing_message(source, repo_dir, f"no file matches {', '.join(patterns)}"))
+        raise MissingLocalCopy(source, repo_dir, f"no file matches {', '.join(patterns)}")
     return files
-
-
-def _missing_message(source: Source, repo_dir: Path, why: str) -> str:
-    download = (
-        f"curl -L --create-dirs -o {repo_dir}/{source.download_url.rsplit('/', 1)[-1]} {source.download_url}"
-        if source.download_url
-        else f"huggingface-cli download {source.repo} --repo-type dataset --local-dir {repo_dir}"
-    )
-    return (
-        f"source {source.name!r} ({source.describe()}): no local copy at {repo_dir} ({why}). "
-        f"Download it with `{download}`, "
-        f"point to another copy with --source-dir {source.name}=PATH, or build from the bundled sample with --from sample."
-    )
 
 
 def iter_local_rows(source: Source, files: list[Path]) -> Iterator[tuple[str, Any]]:
