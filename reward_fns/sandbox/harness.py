@@ -13,8 +13,8 @@ as ``_Py_HandleSystemExit`` maps them, uncaught exception -> traceback and statu
 ``atexit`` handlers run, stdout flushed -- a failed flush is status 120 --, then C stdio flushed, as ``exit(3)``
 does: ``printf`` through ``ctypes`` is not lost).
 
-functional tests: the arguments (one JSON value per line on stdin; lines split on ``\\n`` only, as LiveCodeBench
-does: U+2028 and U+0085 may sit inside a string argument) are parsed *before* the program runs, then
+functional tests: the arguments (one JSON value per line on stdin, ``reward_fns.call_format``; the grader checked
+them when it read the ground truth) are parsed *before* the program runs, then
 ``Solution().fn_name(*args)`` (or a top-level ``fn_name``) is called and the result is converted to JSON text by
 ``to_json_text``, which only trusts exact builtin types through references captured at import time (a program
 that monkeypatches ``json`` or ``builtins`` or returns an object with a custom ``__eq__`` changes nothing: the
@@ -46,6 +46,7 @@ import time
 import types
 from typing import Any
 
+from reward_fns import call_format
 from reward_fns.sandbox.isolation import LOAD_STRETCH, flush_c_streams
 
 RESULT_FD = 3
@@ -53,7 +54,6 @@ RESULT_FD = 3
 SOURCE_FILE = "solution.py"
 """The program's file name: ``__file__``, ``sys.argv[0]``, written to the working directory by ``write_source``."""
 
-MAX_RESULT_DEPTH = 200
 
 LCB_PRELUDE_MODULES = (
     "string",
@@ -94,6 +94,7 @@ _isinstance = isinstance
 _int_repr, _float_repr = int.__repr__, float.__repr__
 _isfinite = math.isfinite
 _encode_string = json.encoder.encode_basestring_ascii
+_parse_arguments = call_format.parse_arguments
 _json_loads = json.loads
 _str_join = str.join
 _sorted = sorted
@@ -125,8 +126,8 @@ def _text_of(value: object, convert: Any) -> str:
 
 
 def _convert(value: object, depth: int) -> str:
-    if depth > MAX_RESULT_DEPTH:
-        raise UnconvertibleResult(f"result nested deeper than {MAX_RESULT_DEPTH}")
+    if depth > call_format.MAX_DEPTH:
+        raise UnconvertibleResult(f"result nested deeper than {call_format.MAX_DEPTH}")
     kind = _type(value)
     if value is None:
         return "null"
@@ -171,8 +172,8 @@ def to_literal_text(value: object) -> str:
 
 
 def _literal(value: Any, depth: int) -> str:
-    if depth > MAX_RESULT_DEPTH:
-        raise UnconvertibleResult(f"result nested deeper than {MAX_RESULT_DEPTH}")
+    if depth > call_format.MAX_DEPTH:
+        raise UnconvertibleResult(f"result nested deeper than {call_format.MAX_DEPTH}")
     kind = _type(value)
     if value is None or kind is _bool:
         return "True" if value is True else "False" if value is False else "None"
@@ -322,15 +323,14 @@ def run_main_script(code: types.CodeType) -> int:
 def run_functional(code: types.CodeType, fn_name: str) -> int:
     """Parse the arguments from stdin, run the definitions, call the function, write the result to RESULT_FD."""
     _set_int_digits(0)
-    raw = sys.stdin.buffer.read().decode("utf-8")
-    arguments = [_json_loads(line) for line in raw.split("\n") if line.strip()]
+    arguments = _parse_arguments(sys.stdin.buffer.read().decode("utf-8"))
     _set_int_digits(4300)
     module = _program_module("solution")
     try:
         exec(code, module.__dict__)
         function = _find_function(module.__dict__, fn_name)
         value = function(*arguments)
-        _set_recursion_limit(10 * MAX_RESULT_DEPTH)
+        _set_recursion_limit(10 * call_format.MAX_DEPTH)
         message = "OK " + to_json_text(value)
     except SystemExit as exc:
         return _finalize(_exit_status(exc))
