@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import gc
 import io
 import json
 import math
@@ -44,7 +45,8 @@ import sys
 import threading
 import time
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from reward_fns import call_format
 from reward_fns.sandbox.isolation import LOAD_STRETCH, flush_c_streams
@@ -91,6 +93,8 @@ the names they give it (``needs_lazy_prelude``; rare: ``mean``, ``date``, ``time
 # References captured at import (in the fork server, long before any program runs).
 _type, _int, _float, _str, _bool, _list, _tuple, _dict = type, int, float, str, bool, list, tuple, dict
 _isinstance = isinstance
+_issubclass, _getattr, _str = issubclass, getattr, str
+_gc_collect = gc.collect
 _int_repr, _float_repr = int.__repr__, float.__repr__
 _isfinite = math.isfinite
 _encode_string = json.encoder.encode_basestring_ascii
@@ -206,16 +210,24 @@ def _literal(value: Any, depth: int) -> str:
 
 
 def reopen_std_streams() -> None:
-    """Fresh ``sys.stdin/stdout/stderr`` on fds 0/1/2, configured as CPython does for non-tty streams.
+    """Fresh ``sys.stdin/stdout/stderr`` on fds 0/1/2, as CPython's ``create_stdio`` makes them for files that are not
+    terminals in the child's environment (``PYTHONIOENCODING=utf-8``): buffered, named ``<stdin>``, ``<stdout>``,
+    ``<stderr>``, UTF-8, strict (stderr: backslashreplace and line-buffered), and ``newline="\\n"``, so that no
+    newline is translated either way (a lone ``\\r`` does not end a line, ``\\r\\n`` stays as it is).
 
     Called once in the fork server, which never reads or writes them: each child inherits the objects with empty
     buffers, and after ``dup2`` they read the test's input and write its output files (no per-test set-up).
     """
-    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
-        open(2, "wb", buffering=0, closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
-    )
+    sys.stdin = sys.__stdin__ = _std_stream(0, "r", "<stdin>", "strict", line_buffering=False)
+    sys.stdout = sys.__stdout__ = _std_stream(1, "w", "<stdout>", "strict", line_buffering=False)
+    sys.stderr = sys.__stderr__ = _std_stream(2, "w", "<stderr>", "backslashreplace", line_buffering=True)
+
+
+def _std_stream(fd: int, mode: str, name: str, errors: str, line_buffering: bool) -> io.TextIOWrapper:
+    raw = io.FileIO(fd, mode, closefd=False)
+    raw.name = name
+    buffer = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+    return io.TextIOWrapper(buffer, encoding="utf-8", errors=errors, newline="\n", line_buffering=line_buffering)
 
 
 def write_source(source: bytes) -> None:
@@ -230,22 +242,44 @@ def write_source(source: bytes) -> None:
 def prepare_fork_server(run_dir: str) -> None:
     """Make the fork server's interpreter look as every program's should (``python3 solution.py`` in ``run_dir``,
     after LiveCodeBench's prelude), once: each child inherits it, and only what differs per child is left to
-    ``reset_interpreter_state``."""
+    ``reset_interpreter_state``. Freezes the garbage collector on everything the server holds (a child's collections
+    then never walk, nor copy, those pages) before the program's module is made (``_program_template``)."""
     atexit._clear()
     sys.argv = [SOURCE_FILE]
     sys.path[0] = run_dir
     sys.setrecursionlimit(LCB_RECURSION_LIMIT)
     _set_int_digits(4300)
     reopen_std_streams()
-    global _program_builtins
-    _program_builtins = types.ModuleType("builtins", builtins.__doc__)
-    vars(_program_builtins).update(vars(builtins) | lcb_prelude_names(without=LAZY_PRELUDE_MODULES))
+    gc.freeze()
+    global _program_template
+    _program_template = types.ModuleType("__main__")
+    _fill_prelude(lcb_prelude_names(without=LAZY_PRELUDE_MODULES))
 
 
 def complete_the_prelude() -> None:
     """In a child whose program needs them: the names of ``LAZY_PRELUDE_MODULES`` too (the whole prelude again, in
     its order, so that whatever a later module overrides stays overridden)."""
-    vars(_program_builtins).update(lcb_prelude_names())
+    _fill_prelude(lcb_prelude_names())
+
+
+def _fill_prelude(names: dict[str, object]) -> None:
+    """The prelude's names in the program's globals, but those that are the builtins' own objects: they resolve in
+    ``builtins``, where a program's ``builtins.input = sys.stdin.readline`` replaces them as under ``python3``."""
+    globals_ = {name: value for name, value in names.items() if _builtin_names.get(name, _MISSING) is not value}
+    _prelude_globals.update(globals_)
+    vars(_program_template).update(globals_, __builtins__=builtins)
+
+
+_MISSING = object()
+_builtin_names = vars(builtins)
+_prelude_globals: dict[str, object] = {}
+"""The names ``_fill_prelude`` gave the program (to tell them from the program's own definitions)."""
+_program_template: types.ModuleType | None = None
+"""The module every program runs as (``__main__``; ``solution`` in a functional test), made once in the fork server
+with LiveCodeBench's prelude names in its globals, as its judge has them (``globals()`` lists them, ``del List``
+works), and the real ``builtins``. A child gets it by fork, copy-on-write: its program writes its own names into its
+copy (a few pages), nothing is copied per test. Made after ``gc.freeze()``, so that at the program's exit a garbage
+collection finalizes whatever its globals hold, as CPython's shutdown does (``_tear_down_program``)."""
 
 
 def lcb_prelude_names(without: frozenset[str] = frozenset()) -> dict[str, object]:
@@ -261,14 +295,6 @@ def lcb_prelude_names(without: frozenset[str] = frozenset()) -> dict[str, object
         names.update({name: getattr(module, name) for name in public})
     names.update({module.__name__: module for module in modules if module.__name__ not in _LCB_PRELUDE_UNNAMED})
     return names
-
-
-_program_builtins: types.ModuleType = builtins
-"""The program's ``__builtins__``: a copy of the builtins module with the prelude's names added, made once in the fork
-server (``prepare_fork_server``). Names the program does not define resolve there, after its globals, as the
-prelude's globals would (a program's own definitions win); the names are not copied into each program's globals,
-which would write the reference count of ~700 objects and so copy their pages in every forked child. Only
-``globals()`` and ``del List`` tell the difference; ``import builtins`` is still the real module."""
 
 
 def lazy_prelude_names() -> frozenset[str]:
@@ -290,12 +316,13 @@ def needs_lazy_prelude(code: types.CodeType, lazy_names: frozenset[str]) -> bool
     return False
 
 
-def _program_module(name: str) -> types.ModuleType:
-    """A fresh module ``name`` (registered in ``sys.modules``) whose names resolve through the program builtins."""
-    module = types.ModuleType(name)
-    module.__dict__["__builtins__"] = _program_builtins
+def _program_namespace(name: str) -> dict[str, object]:
+    """The globals of the program's module, named ``name`` and registered in ``sys.modules``."""
+    module = _program_template
+    assert module is not None, "prepare_fork_server() makes the program's module"
+    module.__name__ = name
     sys.modules[name] = module
-    return module
+    return vars(module)
 
 
 def reset_interpreter_state() -> None:
@@ -307,17 +334,18 @@ def reset_interpreter_state() -> None:
 
 def run_main_script(code: types.CodeType) -> int:
     """Execute ``code`` as ``__main__`` and return the exit status CPython would return."""
-    module = _program_module("__main__")
-    module.__dict__["__file__"] = SOURCE_FILE
+    namespace = _program_namespace("__main__")
+    namespace["__file__"] = SOURCE_FILE
     try:
-        exec(code, module.__dict__)
+        exec(code, namespace)
         status = 0
     except SystemExit as exc:
         status = _exit_status(exc)
     except BaseException:
         _print_exception()
         status = 1
-    return _finalize(status)
+    del namespace
+    return _finalize(status, tear_down=True)
 
 
 def run_functional(code: types.CodeType, fn_name: str) -> int:
@@ -325,10 +353,10 @@ def run_functional(code: types.CodeType, fn_name: str) -> int:
     _set_int_digits(0)
     arguments = _parse_arguments(sys.stdin.buffer.read().decode("utf-8"))
     _set_int_digits(4300)
-    module = _program_module("solution")
+    namespace = _program_namespace("solution")
     try:
-        exec(code, module.__dict__)
-        function = _find_function(module.__dict__, fn_name)
+        exec(code, namespace)
+        function = _find_function(namespace, fn_name)
         value = function(*arguments)
         _set_recursion_limit(10 * call_format.MAX_DEPTH)
         message = "OK " + to_json_text(value)
@@ -368,10 +396,10 @@ def run_evalplus(code: types.CodeType, fn_name: str) -> int:
     _set_int_digits(0)
     request = _json_loads(sys.stdin.buffer.read().decode("utf-8"))
     _set_int_digits(4300)
-    module = _program_module("solution")
+    namespace = _program_namespace("solution")
     try:
-        exec(code, module.__dict__)
-        function: Any = _find_function(module.__dict__, fn_name)
+        exec(code, namespace)
+        function = _find_function(namespace, fn_name)
     except SystemExit as exc:
         return _finalize(_exit_status(exc))
     except BaseException:
@@ -405,14 +433,15 @@ def run_evalplus(code: types.CodeType, fn_name: str) -> int:
     return _finalize(0)
 
 
-def _find_function(namespace: dict[str, object], fn_name: str) -> object:
+def _find_function(namespace: dict[str, object], fn_name: str) -> Callable[..., object]:
+    """``Solution().fn_name``, else the program's own top-level ``fn_name`` (not a prelude name it left alone)."""
     solution = namespace.get("Solution")
-    if isinstance(solution, type):
-        return getattr(solution(), fn_name)
+    if _isinstance(solution, _type):
+        return _getattr(cast(type, solution)(), fn_name)
     function = namespace.get(fn_name)
-    if function is None:
+    if function is None or function is _prelude_globals.get(fn_name):
         raise NameError(f"the program defines neither class Solution nor a function {fn_name!r}")
-    return function
+    return cast(Callable[..., object], function)
 
 
 _C_LONG_MIN, _C_LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -421,14 +450,19 @@ _C_LONG_MIN, _C_LONG_MAX = -(1 << 63), (1 << 63) - 1
 def _exit_status(exc: SystemExit) -> int:
     """The exit status CPython gives an uncaught ``SystemExit`` (``_Py_HandleSystemExit``): ``None`` -> 0; an int
     -> ``exit((int)PyLong_AsLong(code))``, i.e. its low 8 bits, and 255 outside the C long range (2**64 is 255, not
-    0); anything else is printed to stderr -> 1. An int subclass counts by its value, whatever its operators do."""
+    0); anything else is written to ``sys.stderr`` as ``str(code)`` and a newline -> 1. An int subclass counts by its
+    value, whatever its operators do."""
     code: object = exc.code
     if code is None:
         return 0
-    if isinstance(code, int) and issubclass(_type(code), _int):  # the type itself, not a faked __class__
-        value = _int.__int__(code)
+    if _isinstance(code, _int) and _issubclass(_type(code), _int):  # the type itself, not a faked __class__
+        value = _int.__int__(cast(int, code))
         return value & 0xFF if _C_LONG_MIN <= value <= _C_LONG_MAX else 0xFF
-    print(code, file=sys.stderr)
+    try:
+        sys.stderr.write(_str(code))
+        sys.stderr.write("\n")
+    except BaseException:  # noqa: S110 - CPython clears an error of this write too
+        pass
     return 1
 
 
@@ -440,20 +474,45 @@ def _print_exception() -> None:
         sys.__excepthook__(*sys.exc_info())
 
 
-def _finalize(status: int) -> int:
-    """CPython's shutdown order: join non-daemon threads, run atexit handlers, flush stdout (failure -> 120)."""
+def _finalize(status: int, tear_down: bool = False) -> int:
+    """CPython's shutdown (``Py_FinalizeEx``): join non-daemon threads, run atexit handlers, flush stdout and stderr;
+    with ``tear_down``, the program's module is then finalized (``_tear_down_program``) and both flushed again. A
+    failed flush makes the status 120, whatever it was (``Py_RunMain``)."""
     try:
-        threading._shutdown()
+        threading._shutdown()  # type: ignore[attr-defined]
     except BaseException:
         _print_exception()
     atexit._run_exitfuncs()
+    flushed = _flush_std_files()
+    if tear_down:
+        _tear_down_program()
+        flushed = _flush_std_files() and flushed
+    return status if flushed else 120
+
+
+def _flush_std_files() -> bool:
+    """Flush ``sys.stdout`` and ``sys.stderr`` (those not closed); False when a flush failed."""
+    flushed = True
     for stream in (sys.stdout, sys.stderr):
         try:
-            if stream is not None and not getattr(stream, "closed", False):
+            if stream is not None and not _getattr(stream, "closed", False):
                 stream.flush()
         except BaseException:
-            status = 120 if status == 0 else status
-    return status
+            flushed = False
+    return flushed
+
+
+def _tear_down_program() -> None:
+    """What ``Py_FinalizeEx`` does to a script's objects after atexit: the original standard streams back in ``sys``,
+    the program's module out of ``sys.modules`` and dropped, then a garbage collection. Whatever the program's
+    globals held is finalized as under ``python3 solution.py``: ``__del__`` methods run, suspended generators run
+    their ``finally`` blocks, and files the program opened on fd 1 or 2 (``io.TextIOWrapper(open(1, "wb"))``,
+    ``os.fdopen(1, "w")``) are closed, which flushes what they buffered."""
+    global _program_template
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+    sys.modules.pop("__main__", None)
+    _program_template = None
+    _gc_collect()
 
 
 def _write_all(fd: int, data: bytes) -> None:

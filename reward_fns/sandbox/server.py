@@ -39,7 +39,6 @@ import builtins
 import contextlib
 import errno
 import fcntl
-import gc
 import json
 import marshal
 import os
@@ -669,7 +668,6 @@ def main(argv: list[str] | None = None) -> None:
         return
     run_dir = scratch_directory(arguments["work_dir"], report)
     _use_child_environment(run_dir, report)
-    harness.prepare_fork_server(run_dir)
-    gc.freeze()
+    harness.prepare_fork_server(run_dir)  # freezes the garbage collector on the server's objects
     channel = socket.socket(fileno=arguments["fd"])
     Server(channel, arguments["work_dir"], report, worker.run_uid, worker.pid_counter, worker.launcher).serve()
