@@ -7,7 +7,7 @@ It closes what namespaces and rlimits leave open (threat model: ``reward_fns/REA
 * memory held outside RLIMIT_AS -- ``memfd_create``/``memfd_secret``, SysV shared memory and message queues,
   POSIX message queues -- fails with ENOMEM, so the program's ``MemoryError``/``[Errno 12]`` is graded
   ``memory_limit``;
-* kernel buffers bounded so the server can count them (``server.run_memory``): sockets are Unix stream sockets
+* kernel buffers bounded so the server can count them (``memory.run_memory``): sockets are Unix stream sockets
   only (another family fails with EAFNOSUPPORT -- there is no network anyway, and the counters of other protocols
   are gone with them --, datagram and seqpacket types with ESOCKTNOSUPPORT: a datagram queue collects from any
   number of senders), their buffer sizes stay the default (``SO_SNDBUF``/``SO_RCVBUF`` and the ``FORCE``

@@ -289,11 +289,17 @@ print({
 @pytest.mark.parametrize("mode", MODES)
 def test_kernel_buffers_past_the_limit_are_memory_limit(mode, run_grader_as):
     """Pipes and sockets hold memory no rlimit sees: the filter keeps their buffers at the default size and the
-    server counts each at that capacity."""
+    server counts each at that capacity (sockets also with a memory cgroup, which does not charge them)."""
     runs = [{"code": code, "tests": [("", "held")]} for code in KERNEL_BUFFERS.values()]
     runs.append({"code": BUFFER_LIMITS, "tests": [("", "")], "raw": True})
     observed = run_grader_as(mode, [*runs, _run(*PROBE)], config={"memory_limit_mb": 256, "time_limit_s": 20.0})
+    charged = bool(json.loads(observed["report"])["memory_cgroup"])
     for name, result in zip(KERNEL_BUFFERS, observed["results"], strict=False):
+        if name == "pipe buffers" and charged:
+            # a memory cgroup charges pipes as they fill, and a plain uid's pipes past fs.pipe-user-pages-soft
+            # (64 MB) get one page: this run never holds the limit, and is graded on its output (31 lines)
+            assert result["verdict"] == "wrong_answer", (name, result)
+            continue
         assert result["verdict"] == "memory_limit", (name, result)
         assert "buffer capacity" in result["detail"], (name, result)
     assert eval(observed["results"][2]["stdout"]) == {
@@ -505,6 +511,7 @@ def test_the_syscall_filter_holds_on_a_node_without_namespaces(mode, run_grader_
     assert refused == {"keyctl": 1, "add_key": 1, "shmget": 12, "ptrace": 1, "unshare_user": 1, "memfd_create": 12}
     assert observed["keys_after"] == observed["keys_before"] and observed["grader_key_after"] == secret
 
+
 # ---- 8. nothing a run does reaches the fork server: its limits, priority, scheduling, memory placement ----
 
 REACH_THE_SERVER = r"""
@@ -592,3 +599,85 @@ def test_a_run_cannot_change_the_fork_server(mode, run_grader_as):
     assert after["stdout"] == before["stdout"] and "Max open files" in before["stdout"]
     assert [result["verdict"] for result in later] == ["accepted"] * len(NEEDS_THE_SERVERS_LIMITS), later
 
+
+# ---- 9. kernel memory no rlimit sees: page tables, mappings, epoll watches ----
+
+KERNEL_MEMORY = {
+    "page tables": r"""
+import ctypes, os, time
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+parent = os.getpid()
+for _ in range(2):
+    if os.fork() == 0:
+        break
+base = (1 << 40) + (os.getpid() % 64) * (1 << 40)
+for i in range(65_000):  # one page per gigabyte, read: 8 KB of page tables for 4 KB of address space
+    address = libc.mmap(base + i * (1 << 30), 4096, 1, 0x22 | 0x100000, -1, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        break
+    ctypes.c_char.from_address(address).value
+time.sleep(3)
+if os.getpid() == parent:
+    print("held", flush=True)
+""",
+    "mappings": r"""
+import ctypes, os, time
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+parent = os.getpid()
+for _ in range(31):
+    if os.fork() == 0:
+        break
+base = libc.mmap(None, 20_000 * 4096, 0, 0x22 | 0x4000, -1, 0)
+for page in range(0, 20_000, 2):  # 20,000 mappings no page backs: every other untouched page readable
+    libc.mprotect(base + page * 4096, 4096, 1)
+time.sleep(3)
+if os.getpid() == parent:
+    print("held", flush=True)
+""",
+    "epoll watches": r"""
+import os, select, time
+parent = os.getpid()
+for _ in range(11):
+    if os.fork() == 0:
+        break
+targets = [os.eventfd(0) for _ in range(300)]
+pollers = []
+for _ in range(200):
+    pollers.append(select.epoll())
+    for fd in targets:
+        pollers[-1].register(fd, select.EPOLLIN)
+time.sleep(10)
+if os.getpid() == parent:
+    print("held", flush=True)
+""",
+}
+"""Each makes the kernel hold far more than a 128 MB limit for it while its processes' own memory stays small (the
+page tables of 3 processes: ~1 GB, and accepted before), then prints ``held``."""
+
+
+@pytest.mark.parametrize(
+    ("mode", "disable"),
+    [("root", ""), ("root", "memory_cgroup"), ("user", "")],
+    ids=["root, memory cgroup where the node gives one", "root, counted", "user, counted unless delegated"],
+)
+def test_kernel_memory_past_the_limit_is_memory_limit(mode, disable, run_grader_as):
+    """What the kernel holds for a run counts toward its memory limit, charged by the run's memory cgroup or counted
+    by the server; the server then grades the next program as usual."""
+    runs = [_run(code, [("", "held")]) for code in KERNEL_MEMORY.values()]
+    env = {"NOUSCODER_SANDBOX_DISABLE": disable} if disable else {}
+    observed = run_grader_as(
+        mode, [*runs, _run(*PROBE)], env=env, config={"memory_limit_mb": 128, "time_limit_s": 30.0}
+    )
+    report = json.loads(observed["report"])
+    if disable:
+        assert not report["memory_cgroup"] and "disabled" in report["errors"]["memory_cgroup"], report
+    else:  # the start-up report says which accounting is in force, or why the cgroup is not
+        assert bool(report["memory_cgroup"]) != bool(report["errors"].get("memory_cgroup")), report
+    for name, result in zip(KERNEL_MEMORY, observed["results"], strict=False):
+        assert result["verdict"] == "memory_limit", (name, report["memory_cgroup"], result)
+    assert observed["results"][-1]["verdict"] == "accepted"
