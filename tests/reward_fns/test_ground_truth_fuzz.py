@@ -7,6 +7,7 @@ nested up to 6,000 levels, as bytes that are not UTF-8) must satisfy:
 2. an accepted problem is one the sandbox can run: at least one test, string inputs and outputs, inputs that are
    UTF-8 text, tests longest input first, a known testtype; functional tests have an identifier ``fn_name``,
    arguments the harness parses as it does in the test child, and an expected result the comparison reads;
+   evalplus tests, calls the harness can make and expected values the grader's check reads;
 3. ``score.grade_response`` (what ``compute_score`` calls) never raises: ``no_code`` for an accepted problem, else
    ``internal_error`` with ``ground_truth_error``;
 4. ``ray_pool.cache.ground_truth_text`` (what the pool ships) returns text or raises ``GroundTruthError``, and its
@@ -21,7 +22,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reward_fns import call_format, compare
+from reward_fns import call_format, compare, evalplus
 from reward_fns.ray_pool.cache import ground_truth_text
 from reward_fns.score import grade_response
 from reward_fns.types import GraderConfig, GroundTruthError, Problem, Verdict
@@ -65,7 +66,10 @@ argument_texts = st.lists(
     st.one_of(values.map(lambda value: json.dumps(value)), st.text(max_size=10), deep_texts), max_size=4
 ).map("\n".join)
 fields = st.one_of(st.text(max_size=20), argument_texts, values, deep_values)
-testtypes = st.sampled_from(["stdin", "functional", "stdin_stdout", "function_call", "FUNCTIONAL", "other"]) | values
+testtypes = (
+    st.sampled_from(["stdin", "functional", "evalplus", "stdin_stdout", "function_call", "FUNCTIONAL", "other"])
+    | values
+)
 
 
 @st.composite
@@ -105,17 +109,38 @@ json_lines = st.lists(values.map(as_text), min_size=1, max_size=3).map("\n".join
 
 
 @st.composite
+def evalplus_suite(draw: st.DrawFn) -> dict:
+    """One suite of an EvalPlus task in our layout (``layouts.evalplus_tests``): calls with their limits, expected
+    values as Python literals."""
+    calls = draw(st.lists(st.lists(values, max_size=3), min_size=1, max_size=3))
+    limits = [4.0] * len(calls)
+    expected = [repr(draw(scalars)) for _ in calls]
+    spec = {"entry_point": "f", "atol": draw(st.sampled_from([0, 1e-6])), "expected": expected, "time_limits_s": limits}
+    return {
+        "input": as_text({"calls": calls, "time_limits_s": limits}),
+        "output": as_text(spec),
+        "testtype": "evalplus",
+        "time_limit_s": 17.0,
+    }
+
+
+evalplus_tests = evalplus_suite()
+
+
+@st.composite
 def near_valid(draw: st.DrawFn) -> dict:
     """A runnable problem in our layout (functional or stdin), then each field replaced with some probability by
     something of another shape: the parser must tell every broken field from a good one."""
-    functional = draw(st.booleans())
+    kind = draw(st.sampled_from(["stdin", "functional", "evalplus"]))
     tests = []
     for _ in range(draw(st.integers(1, 3))):
-        if functional:
+        if kind == "functional":
             test = {"input": draw(json_lines), "output": draw(values.map(as_text)), "testtype": "functional"}
+        elif kind == "evalplus":
+            test = draw(evalplus_tests)
         else:
             test = {"input": draw(st.text(max_size=30)), "output": draw(st.text(max_size=30))}
-        for key in ("input", "output", "testtype"):
+        for key in ("input", "output", "testtype", "time_limit_s"):
             if draw(st.integers(0, 9)) == 0:
                 test[key] = draw(fields | testtypes)
         tests.append(test)
@@ -146,9 +171,11 @@ def _check_runnable(problem: Problem) -> None:
     for test in problem.tests:
         assert isinstance(test.input, str) and isinstance(test.output, str)
         test.input.encode("utf-8")  # what ForkServer writes into the test's input file
-        assert test.testtype in ("stdin", "functional")
-        if test.testtype == "functional":
+        assert test.testtype in ("stdin", "functional", "evalplus")
+        assert test.time_limit_s is None or test.time_limit_s > 0
+        if test.testtype != "stdin":
             assert isinstance(problem.fn_name, str) and problem.fn_name.isidentifier()
+        if test.testtype == "functional":
             previous = sys.get_int_max_str_digits()
             sys.set_int_max_str_digits(0)  # as the harness parses them in the test child
             try:
@@ -156,6 +183,13 @@ def _check_runnable(problem: Problem) -> None:
             finally:
                 sys.set_int_max_str_digits(previous)
             assert isinstance(compare._canonical_expected(test.output), str)
+        if test.testtype == "evalplus":  # as the harness reads its input and the grader its expected values
+            request, spec = json.loads(test.input), json.loads(test.output)
+            assert len(request["calls"]) == len(request["time_limits_s"]) == len(spec["expected"])
+            assert all(isinstance(call, list) for call in request["calls"])
+            for literal in spec["expected"]:
+                evalplus.parse_literal(literal)
+            float(spec["atol"])
 
 
 @settings(
