@@ -242,44 +242,43 @@ def write_source(source: bytes) -> None:
 def prepare_fork_server(run_dir: str) -> None:
     """Make the fork server's interpreter look as every program's should (``python3 solution.py`` in ``run_dir``,
     after LiveCodeBench's prelude), once: each child inherits it, and only what differs per child is left to
-    ``reset_interpreter_state``. Freezes the garbage collector on everything the server holds (a child's collections
-    then never walk, nor copy, those pages) before the program's module is made (``_program_template``)."""
+    ``reset_interpreter_state``. Then freezes the garbage collector on everything the server holds: a child's
+    collections (at its program's exit, ``_tear_down_program``) walk only what the program made."""
     atexit._clear()
     sys.argv = [SOURCE_FILE]
     sys.path[0] = run_dir
     sys.setrecursionlimit(LCB_RECURSION_LIMIT)
     _set_int_digits(4300)
     reopen_std_streams()
+    _add_prelude(lcb_prelude_names(without=LAZY_PRELUDE_MODULES))
     gc.freeze()
-    global _program_template
-    _program_template = types.ModuleType("__main__")
-    _fill_prelude(lcb_prelude_names(without=LAZY_PRELUDE_MODULES))
 
 
 def complete_the_prelude() -> None:
     """In a child whose program needs them: the names of ``LAZY_PRELUDE_MODULES`` too (the whole prelude again, in
     its order, so that whatever a later module overrides stays overridden)."""
-    _fill_prelude(lcb_prelude_names())
+    _add_prelude(lcb_prelude_names())
 
 
-def _fill_prelude(names: dict[str, object]) -> None:
-    """The prelude's names in the program's globals, but those that are the builtins' own objects: they resolve in
-    ``builtins``, where a program's ``builtins.input = sys.stdin.readline`` replaces them as under ``python3``."""
-    globals_ = {name: value for name, value in names.items() if _builtin_names.get(name, _MISSING) is not value}
-    _prelude_globals.update(globals_)
-    vars(_program_template).update(globals_, __builtins__=builtins)
+def _add_prelude(names: dict[str, object]) -> None:
+    """The prelude's names in the real ``builtins``, where they resolve after the program's own globals, as the
+    prelude's globals would (a program's own definitions win), nothing is copied per test, and a program's
+    ``builtins.input = sys.stdin.readline`` replaces ``input`` as under ``python3``. A name of the builtins is left
+    alone: the prelude binds each to the builtins' own object (``from builtins import *`` comes late), and one it did
+    not would go into each program's globals (``_shadowing``) rather than change what every module sees."""
+    for name, value in names.items():
+        if name not in _native_builtins:
+            _builtin_names[name] = value
+        elif _builtin_names[name] is not value:
+            _shadowing[name] = value
 
 
-_MISSING = object()
 _builtin_names = vars(builtins)
-_prelude_globals: dict[str, object] = {}
-"""The names ``_fill_prelude`` gave the program (to tell them from the program's own definitions)."""
-_program_template: types.ModuleType | None = None
-"""The module every program runs as (``__main__``; ``solution`` in a functional test), made once in the fork server
-with LiveCodeBench's prelude names in its globals, as its judge has them (``globals()`` lists them, ``del List``
-works), and the real ``builtins``. A child gets it by fork, copy-on-write: its program writes its own names into its
-copy (a few pages), nothing is copied per test. Made after ``gc.freeze()``, so that at the program's exit a garbage
-collection finalizes whatever its globals hold, as CPython's shutdown does (``_tear_down_program``)."""
+_native_builtins = frozenset(_builtin_names)
+"""The builtins' own names, before the prelude's were added."""
+_shadowing: dict[str, object] = {}
+"""Prelude names that are builtins' names bound to another object (none in Python 3.11): each program's globals get
+them, as LiveCodeBench's prelude does."""
 
 
 def lcb_prelude_names(without: frozenset[str] = frozenset()) -> dict[str, object]:
@@ -317,12 +316,14 @@ def needs_lazy_prelude(code: types.CodeType, lazy_names: frozenset[str]) -> bool
 
 
 def _program_namespace(name: str) -> dict[str, object]:
-    """The globals of the program's module, named ``name`` and registered in ``sys.modules``."""
-    module = _program_template
-    assert module is not None, "prepare_fork_server() makes the program's module"
-    module.__name__ = name
+    """The globals of a new module ``name`` (registered in ``sys.modules``) for the program, on the real
+    ``builtins``."""
+    module = types.ModuleType(name)
+    namespace = vars(module)
+    namespace["__builtins__"] = builtins
+    namespace.update(_shadowing)
     sys.modules[name] = module
-    return vars(module)
+    return namespace
 
 
 def reset_interpreter_state() -> None:
@@ -434,12 +435,12 @@ def run_evalplus(code: types.CodeType, fn_name: str) -> int:
 
 
 def _find_function(namespace: dict[str, object], fn_name: str) -> Callable[..., object]:
-    """``Solution().fn_name``, else the program's own top-level ``fn_name`` (not a prelude name it left alone)."""
+    """``Solution().fn_name``, else a top-level ``fn_name`` of the program."""
     solution = namespace.get("Solution")
     if _isinstance(solution, _type):
         return _getattr(cast(type, solution)(), fn_name)
     function = namespace.get(fn_name)
-    if function is None or function is _prelude_globals.get(fn_name):
+    if function is None:
         raise NameError(f"the program defines neither class Solution nor a function {fn_name!r}")
     return cast(Callable[..., object], function)
 
@@ -508,10 +509,8 @@ def _tear_down_program() -> None:
     globals held is finalized as under ``python3 solution.py``: ``__del__`` methods run, suspended generators run
     their ``finally`` blocks, and files the program opened on fd 1 or 2 (``io.TextIOWrapper(open(1, "wb"))``,
     ``os.fdopen(1, "w")``) are closed, which flushes what they buffered."""
-    global _program_template
     sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
     sys.modules.pop("__main__", None)
-    _program_template = None
     _gc_collect()
 
 
