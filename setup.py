@@ -39,7 +39,7 @@ setup(
     ],
     extras_require={
         # The linters are pinned: a new ruff formats differently and a new mypy finds other errors than the baseline.
-        "test": ["pytest", "pytest-timeout", "pytest-xdist", "ruff==0.17.6", "mypy==2.4.1", "pre-commit"],
+        "test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis", "ruff==0.17.6", "mypy==2.4.1", "pre-commit"],
         # The cluster stack: verl's own vLLM pin set (vllm 0.24.0 with the torch 2.11.0 / transformers it pins) and
         # its CUDA 13 cupy build (`cupy-cu130`: cupy-cuda13x 14.0.1), which verl's NCCL checkpoint engine, the
         # separate-async configs' weight sync, imports (launch/bill_of_materials.py; `make gpu-deps-check`).

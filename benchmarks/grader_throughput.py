@@ -8,7 +8,8 @@ Workloads (both graders in the same run, same stop-at-first-failure rule, same o
   without the seccomp filter and without namespaces (``NOUSCODER_SANDBOX_DISABLE``), against a fresh ``python3``;
 * what the per-test mechanisms of the sandbox cost, each timed on its own code path: the nameless test files,
   the program's source file, a new scratch tmpfs (and the directory reset used without one), the program's
-  globals with LiveCodeBench's names, one memory sample of a multi-process run, the streamed comparison;
+  globals with LiveCodeBench's names, one memory count of a multi-process run (its cheap bound and its exact count),
+  the streamed comparison; the per-test overhead also with the memory counted where a memory cgroup is in force;
 * the bundled sample (``data_prep.sample``), when present: the pool grades every solution (verdicts checked
   against the expected ones); then both graders grade the stdin solutions whose verdict is accepted, wrong
   answer or runtime error (hostile, memory- or output-hungry programs have no business running without a
@@ -21,7 +22,6 @@ first sandbox on a 2-core machine), whether the verdicts are identical, and the 
 from __future__ import annotations
 
 import argparse
-import builtins
 import concurrent.futures
 import os
 import random
@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from collections.abc import Iterable
 
 import psutil
@@ -43,8 +42,8 @@ from reward_fns.sandbox.forkserver import ForkServer, RunFiles
 from reward_fns.sandbox.grading import compile_program, run_limits
 from reward_fns.sandbox.harness import write_source
 from reward_fns.sandbox.isolation import DISABLE_ENV
+from reward_fns.sandbox.memory import kernel_buffers, run_memory
 from reward_fns.sandbox.scratch import reset_directory
-from reward_fns.sandbox.server import KernelBuffers, run_memory
 from reward_fns.types import GraderConfig, GradeResult, Problem, TestCase, Verdict
 
 
@@ -272,16 +271,17 @@ def mechanism_costs_us(repeats: int) -> dict[str, float]:
         os.chdir("/")
         os.rmdir(scratch)
     costs |= scratch_renewal_us(repeats)
-    harness._program_builtins = types.ModuleType("builtins")
-    vars(harness._program_builtins).update(vars(builtins) | harness.lcb_prelude_names())
-    costs["program module whose builtins hold LiveCodeBench's prelude names (child)"] = _microseconds(
-        lambda: harness._program_module("solution"), repeats
+    costs["the program's module, on the builtins that hold LiveCodeBench's prelude names (child)"] = _microseconds(
+        lambda: harness._program_namespace("solution"), repeats
     )
     sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(3)]
     try:  # the benchmark's own process tree stands in for a run with several processes
-        buffers = KernelBuffers(count_namespace_sockets=False)
-        costs["one memory sample of a run with 3 processes, their pipes and sockets (server, every 50 ms)"] = (
-            _microseconds(lambda: run_memory(buffers), max(1, repeats // 10))
+        buffers = kernel_buffers(network_namespace=False, private_proc=False)
+        costs["one memory count of a run with 3 processes, under its limit: the bound from status (server)"] = (
+            _microseconds(lambda: run_memory(buffers, 1 << 40), max(1, repeats // 10))
+        )
+        costs["... over the bound: proportional set sizes, mappings counted (server, every 50 ms while over)"] = (
+            _microseconds(lambda: run_memory(buffers, 0), max(1, repeats // 10))
         )
     finally:
         for sleeper in sleepers:
@@ -357,6 +357,7 @@ def report_overheads(repeats: int) -> None:
     for label, disable, new_completions in (
         ("full isolation", "", False),
         ("full isolation, each test a completion", "", True),
+        ("full isolation, memory counted (no memory cgroup)", "memory_cgroup", False),
         ("without the seccomp filter", "seccomp", False),
         ("without namespaces (isolation=none)", "namespaces", False),
     ):

@@ -3,7 +3,8 @@
 Stages (all run in the grading process, holding the GIL, on text a hostile or degenerate completion controls):
 
 * extraction (``reward_fns.extract.extract_code``): unclosed ``<think>`` tags (a regex ``<think>.*?</think>``
-  rescans the rest of the text from each one), stray ``</think>``, fences, whitespace runs before two backticks;
+  rescans the rest of the text from each one), stray ``</think>``, fences, whitespace runs before two backticks,
+  tags inside the answer's code, a line of stray ``</think>`` ending in one ``<think>``;
 * stdin comparison (``reward_fns.compare.stdout_matches``): one digit run compared as a number, a huge exponent,
   equal numbers written differently, tokens the other side has in a different slice layout (long whitespace runs
   against single spaces: each long batch used to be copied once per short one);
@@ -53,6 +54,17 @@ def _stray_close_think(n: int) -> Callable[[], object]:
 
 def _think_then_fences(n: int) -> Callable[[], object]:
     text = "<think>```python\n" * (n // 34) + "</think>" + "```python\nx = 1\n```\n" * (n // 40)
+    return lambda: extract_code(text)
+
+
+def _think_tags_in_code(n: int) -> Callable[[], object]:
+    text = "<think>r</think>\n```python\n" + 'print("<think></think>")\n' * (n // 25) + "```"
+    return lambda: extract_code(text)
+
+
+def _stray_closes_before_one_open(n: int) -> Callable[[], object]:
+    """One line of stray ``</think>`` tags and an opening one at its end: the nearest tag is found once per tag."""
+    text = "</think>" * (n // 8) + "<think>"
     return lambda: extract_code(text)
 
 
@@ -120,6 +132,8 @@ CASES: dict[str, tuple[str, Callable[[int], Callable[[], object]]]] = {
     "stray </think> tags": ("extraction", _stray_close_think),
     "fences inside an open <think>": ("extraction", _think_then_fences),
     "whitespace runs before two backticks": ("extraction", _spaces_before_two_backticks),
+    "think tags inside the answer's code": ("extraction", _think_tags_in_code),
+    "stray </think> tags before one <think>": ("extraction", _stray_closes_before_one_open),
     "one digit run, last digit differs": ("stdin", _one_long_number),
     "one long fraction, tolerant": ("stdin", _one_long_number_tolerant),
     "exponents past Decimal's range": ("stdin", _huge_exponents),

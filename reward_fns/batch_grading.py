@@ -53,8 +53,24 @@ def grade_in_order(completions: Iterable[Completion], pool: GraderPool) -> Itera
         yield decided, decided.decided
 
 
+OUTPUT_KEYS = (
+    "problem_id",
+    "score",
+    "verdict",
+    "passed",
+    "total",
+    "time_s",
+    "max_test_time_s",
+    "detail",
+    "ground_truth_error",
+)
+"""The keys ``output_record`` adds to the passed-through ones (``ground_truth_error``: the problem's ground truth
+could not be read, the data's fault)."""
+
+
 def output_record(completion: Completion, result: GradeResult) -> dict[str, Any]:
-    """Passed-through keys of the completion line (without the completion text), then the grading result."""
+    """Passed-through keys of the completion line (without the completion text), then the grading result
+    (``OUTPUT_KEYS``)."""
     record = {key: value for key, value in completion.record.items() if key != "completion"}
     record.update(
         problem_id=completion.record.get("problem_id"),
@@ -65,5 +81,6 @@ def output_record(completion: Completion, result: GradeResult) -> dict[str, Any]
         time_s=round(result.time_s, 6),
         max_test_time_s=round(result.max_test_time_s, 6),
         detail=result.detail,
+        ground_truth_error=result.ground_truth_error,
     )
     return record

@@ -26,9 +26,12 @@ From github.com/evalplus/evalplus (commit 26d6d00):
 from __future__ import annotations
 
 import ast
+import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
+
+from reward_fns import call_format
 
 DEFAULT_MIN_TIME_LIMIT = 4.0
 DEFAULT_GT_TIME_LIMIT_FACTOR = 4.0
@@ -42,6 +45,48 @@ SUITE_KEYS = {"base": ("base_input", "base", "base_time"), "plus": ("plus_input"
 canonical solution's seconds per input (EvalPlus ``get_groundtruth``'s ``base`` / ``base_time``, ...)."""
 MAX_LITERAL_CHARS = 16 << 20
 """A returned value's literal longer than this is not parsed (wrong answer): ``ast.literal_eval`` holds it whole."""
+
+
+def check_test(calls_text: str, spec_text: str) -> None:
+    """Raises ValueError naming what makes an ``evalplus`` test's input (``{"calls", "time_limits_s"}``) or output
+    (``{"entry_point", "atol", "expected", "time_limits_s"}``, ``reward_fns.layouts``) one the test program or
+    ``check_suite`` would trip over: the ground truth's fault, found before any program runs."""
+    request, spec = _json_object(calls_text, "input"), _json_object(spec_text, "output")
+    calls = request.get("calls")
+    if not isinstance(calls, list) or not all(isinstance(call, list) for call in calls):
+        raise ValueError("its input needs 'calls', a list of argument lists")
+    if call_format.deeper_than(calls, call_format.MAX_DEPTH):
+        raise ValueError(f"its calls are nested deeper than {call_format.MAX_DEPTH} levels")
+    for where, holder in (("input", request), ("output", spec)):
+        limits = holder.get("time_limits_s")
+        if not isinstance(limits, list) or len(limits) != len(calls) or not all(map(_positive_number, limits)):
+            raise ValueError(f"its {where} needs 'time_limits_s', a positive number per call")
+    expected, atol = spec.get("expected"), spec.get("atol")
+    if not isinstance(spec.get("entry_point"), str) or isinstance(atol, bool) or not isinstance(atol, int | float):
+        raise ValueError("its output needs 'entry_point' (a string) and 'atol' (a number)")
+    if not isinstance(expected, list) or len(expected) != len(calls) or not all(isinstance(e, str) for e in expected):
+        raise ValueError("its output needs 'expected', a Python literal per call")
+    for index, literal in enumerate(expected):
+        try:
+            parse_literal(literal)
+        except ValueError as exc:
+            raise ValueError(f"expected value {index}: {exc}") from exc
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except RecursionError as exc:
+        raise ValueError(f"its {what} is nested too deeply to read") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"its {what} is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"its {what} is not a JSON object")
+    return value
+
+
+def _positive_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and value > 0
 
 
 def base_only(task: dict[str, Any]) -> dict[str, Any]:

@@ -10,10 +10,11 @@ Input lines:
 
 Output: one line per non-blank completion line, in input order: the passed-through keys, then ``problem_id``,
 ``score``, ``verdict``, ``passed``, ``total``, ``time_s`` (all tests), ``max_test_time_s`` (slowest test), ``detail``
-(first failing test, stderr tail, or what was wrong); ours win over passed-through keys of the same name.
-A malformed line (bad JSON, missing key, unknown ``problem_id``, bad ground truth) is reported on stderr as
-``FILE:LINE: what is wrong`` and still gets an output line, with verdict ``internal_error``, so the output stays
-aligned with the input. Blank lines are skipped.
+(first failing test, stderr tail, or what was wrong), ``ground_truth_error`` (the problem's ground truth could not be
+read: the data's fault); ours win over passed-through keys of the same name. Whatever a line holds (not UTF-8, not
+JSON, nested too deeply, a missing or ill-typed key, an unknown ``problem_id``, a malformed ground truth) it is
+reported on stderr as ``FILE:LINE: what is wrong`` and its completion still gets an output line, with verdict
+``internal_error``, so the output stays aligned with the input. Blank lines are skipped.
 
 Exit status: 0 when every completion got a verdict; 1 when every completion is ``internal_error`` (nothing was
 graded: bad ground truth, unknown problem ids), or with ``--check-expected`` when a verdict differs from the line's
@@ -35,7 +36,7 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from reward_fns.batch_grading import Completion, grade_in_order, output_record
+from reward_fns.batch_grading import OUTPUT_KEYS, Completion, grade_in_order, output_record
 from reward_fns.cli import DefaultsHelpFormatter, add_grader_arguments, grader_overrides
 from reward_fns.extract import extract_code
 from reward_fns.grade_summary import SummaryRow, format_summary
@@ -49,7 +50,7 @@ class ProblemTable:
     """Parsed problems by id; problems whose ground truth is bad map to the reason instead."""
 
     problems: dict[str, Problem] = field(default_factory=dict)
-    broken: dict[str, str] = field(default_factory=dict)
+    broken: dict[str, GroundTruthError] = field(default_factory=dict)
 
 
 def report(path: Path, line_number: int, message: str) -> None:
@@ -58,18 +59,27 @@ def report(path: Path, line_number: int, message: str) -> None:
 
 
 def read_jsonl(path: Path, consequence: str) -> Iterator[tuple[int, dict[str, Any] | None]]:
-    """``(line number, object)`` per non-blank line; a line that is not a JSON object is reported and gives None.
+    """``(line number, object)`` per non-blank line; a line that is not a JSON object (not UTF-8, not JSON, nested
+    too deeply, an integer past Python's conversion limit) is reported and gives None.
 
     ``consequence`` (what happens to such a line) ends the report.
     """
-    with path.open(encoding="utf-8") as lines:
-        for line_number, line in enumerate(lines, start=1):
-            if not line.strip():
+    with path.open("rb") as lines:
+        for line_number, raw in enumerate(lines, start=1):
+            if not raw.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                report(path, line_number, f"not UTF-8 text ({exc.reason} at byte {exc.start}); {consequence}")
+                yield line_number, None
+                continue
             except json.JSONDecodeError as exc:
                 report(path, line_number, f"not valid JSON ({exc.msg} at column {exc.colno}); {consequence}")
+                yield line_number, None
+                continue
+            except (ValueError, RecursionError) as exc:
+                report(path, line_number, f"not readable JSON ({type(exc).__name__}: {exc}); {consequence}")
                 yield line_number, None
                 continue
             if not isinstance(record, dict):
@@ -97,7 +107,7 @@ def load_problems(path: Path) -> ProblemTable:
             table.problems[problem_id] = Problem.from_ground_truth(record["ground_truth"])
         except GroundTruthError as exc:
             report(path, line_number, f"problem {problem_id!r}: {exc}; its completions are internal_error")
-            table.broken[problem_id] = f"bad ground truth: {exc}"
+            table.broken[problem_id] = exc
     return table
 
 
@@ -111,14 +121,15 @@ def read_completions(path: Path, table: ProblemTable) -> Iterator[Completion]:
 
 
 def _prepare_completion(path: Path, line_number: int, record: dict[str, Any], table: ProblemTable) -> Completion:
-    problem_id = str(record.get("problem_id"))
+    problem_id = record.get("problem_id")
     completion = record.get("completion")
-    if "problem_id" not in record or not isinstance(completion, str):
-        message = 'a completion needs "problem_id" and "completion" (string)'
+    if not isinstance(problem_id, str | int) or not isinstance(completion, str):
+        message = 'a completion needs "problem_id" (string or integer) and "completion" (string)'
         report(path, line_number, f"{message}; graded as internal_error")
         return Completion(line_number, record, decided=_internal_error(message))
+    problem_id = str(problem_id)
     if problem_id in table.broken:
-        return Completion(line_number, record, decided=_internal_error(table.broken[problem_id]))
+        return Completion(line_number, record, decided=GradeResult.bad_ground_truth(table.broken[problem_id]))
     problem = table.problems.get(problem_id)
     if problem is None:
         message = f"unknown problem_id {problem_id!r} (not in the problems file)"
@@ -170,9 +181,20 @@ def run(args: argparse.Namespace, config: GraderConfig, out: TextIO, table: Prob
         graded = grade_in_order(read_completions(args.completions, table), pool)
         for completion, result in tqdm(graded, total=total, desc="grading", unit="completion", file=sys.stderr):
             record = output_record(completion, result)
-            out.write(json.dumps(record) + "\n")
+            out.write(_output_line(record, completion.line_number))
             rows.append(SummaryRow.from_record(record))
     return rows
+
+
+def _output_line(record: dict[str, Any], line_number: int) -> str:
+    """The output line of a record; when a passed-through value cannot be written back (nested past the recursion
+    limit at this depth), the line without the passed-through keys, saying so in ``detail``."""
+    try:
+        return json.dumps(record) + "\n"
+    except (ValueError, RecursionError, TypeError) as exc:
+        ours = {key: record[key] for key in OUTPUT_KEYS}
+        ours["detail"] += f" (line {line_number}'s other keys could not be written back: {type(exc).__name__})"
+        return json.dumps(ours) + "\n"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -57,7 +57,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reward_fns import evalplus
+from reward_fns import call_format, evalplus
+from reward_fns.call_format import deeper_than
 
 TestDict = dict[str, str]
 """One test in our layout: ``{"input": str, "output": str, "testtype": "stdin"|"functional"}``."""
@@ -68,6 +69,10 @@ STDIN_MARKERS = frozenset({"stdin", "stdin_stdout"})
 """Per-test type values of stdin/stdout tests: LiveCodeBench ``testtype``, PrimeIntellect ``type`` (rLLM's cookbook
 also writes ``testtype: "stdin_stdout"``)."""
 LAYOUTS = ("nouscoder", "taco", "input_output", "primeintellect", "test_list", "evalplus")
+MAX_NESTING = call_format.MAX_DEPTH + 8
+"""Deepest nesting of a ground truth: a test's values (``call_format.MAX_DEPTH``) inside the few levels of a layout
+(``{"input_output": {"inputs": [[argument, ...]]}}``). Checked without recursion before anything else reads it, so a
+ground truth is accepted or refused the same way at any depth of the caller's stack."""
 CONVERT_HINT = (
     'convert it to {"tests": [{"input": str, "output": str, "testtype": "stdin"|"functional"}], "fn_name": str} '
     "(python -m data_prep.build_deepcoder_mix writes this layout; the accepted layouts are listed in "
@@ -94,17 +99,12 @@ def to_our_layout(ground_truth: Any) -> tuple[dict[str, Any], str]:
     Raises:
         LayoutError: bad JSON, a shape no layout has (``unrecognised``), or a recognised layout with bad content.
     """
-    if isinstance(ground_truth, str | bytes):
-        try:
-            ground_truth = json.loads(ground_truth)
-        except json.JSONDecodeError as exc:
-            raise LayoutError(f"ground truth is not valid JSON: {exc}", "bad_json") from exc
+    ground_truth = _parsed(ground_truth, "ground truth")
     layout = detect_layout(ground_truth)
     if layout == "nouscoder":
         return ground_truth, layout
     if layout == "input_output":
-        inner = ground_truth["input_output"]
-        inner = json.loads(inner) if isinstance(inner, str | bytes) else inner
+        inner = _parsed(ground_truth["input_output"], "input_output")
         if detect_layout(inner) != "taco":
             raise LayoutError(f"input_output holds {describe(inner)}, expected a TACO object {{inputs, outputs}}")
         ground_truth = inner
@@ -120,6 +120,20 @@ def to_our_layout(ground_truth: Any) -> tuple[dict[str, Any], str]:
     else:
         tests, fn_name = test_list_tests(ground_truth)
     return ({"tests": tests, "fn_name": fn_name} if fn_name else {"tests": tests}), layout
+
+
+def _parsed(value: Any, what: str) -> Any:
+    """``value`` parsed when it is JSON text (str, or bytes in UTF-8), else as it is; refused past ``MAX_NESTING``."""
+    if isinstance(value, str | bytes):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise LayoutError(f"{what} is not valid JSON text: {exc}", "bad_json") from exc
+        except RecursionError as exc:
+            raise LayoutError(f"{what} is nested deeper than {MAX_NESTING} levels") from exc
+    if deeper_than(value, MAX_NESTING):
+        raise LayoutError(f"{what} is nested deeper than {MAX_NESTING} levels")
+    return value
 
 
 def detect_layout(value: Any) -> str:

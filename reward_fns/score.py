@@ -39,7 +39,7 @@ from typing import Any
 
 from reward_fns.extract import extract_code
 from reward_fns.multi_turn import response_to_grade, turn_penalty
-from reward_fns.sandbox import grade_program
+from reward_fns.sandbox import IsolationUnavailableError, grade_program
 from reward_fns.settings import settings_from
 from reward_fns.types import (
     GRADER_ENV_PREFIX,
@@ -84,7 +84,13 @@ def compute_score(
             if key not in _VERL_EXTRA_KWARGS and not key.startswith(POOL_SETTING_PREFIX)
         }
     )
-    result = grade_response(response_to_grade(solution_str, extra_info), ground_truth, config)
+    try:
+        result = grade_response(response_to_grade(solution_str, extra_info), ground_truth, config)
+    except IsolationUnavailableError:
+        raise  # isolation="strict" on a host without every mechanism: the run must stop, as asked
+    except Exception as exc:  # what a sample holds must not fail verl's reward step: counted as this sample's error
+        logger.exception("grading a sample failed")
+        result = GradeResult(Verdict.INTERNAL_ERROR, detail=f"grader internal error: {exc!r}"[:600])
     if result.verdict is Verdict.INTERNAL_ERROR:
         _log_internal_error(result, extra_info)
     scores = score_dict(result)

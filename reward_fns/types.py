@@ -9,10 +9,12 @@ converted by ``reward_fns.layouts``; anything else is a ``GroundTruthError``, lo
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from reward_fns import call_format, evalplus
 from reward_fns.layouts import LayoutError, describe, to_our_layout
 
 TestType = Literal["stdin", "functional", "evalplus"]
@@ -75,11 +77,28 @@ class Problem:
         """Parse and validate a ground truth (JSON string or parsed) in any layout of ``reward_fns.layouts``;
         tests sorted by decreasing input size.
 
+        Everything a program's run would trip over is checked here, before any program runs: a malformed ground
+        truth is the data's fault (``internal_error`` with ``ground_truth_error``), never a verdict for the model.
+
         Raises:
             GroundTruthError: naming what is wrong (bad JSON, a layout no dataset uses, no tests, a test without
-                input/output, an unknown testtype, a functional test without ``fn_name``). The first occurrence of
-                each unrecognised layout in a process is also logged, with how to convert it.
+                string input/output, an input that is not UTF-8 text, an unknown testtype, a functional test
+                without an identifier ``fn_name`` or whose arguments or expected result break
+                ``reward_fns.call_format``, anything nested too deeply to parse). Nothing else: any other failure
+                on the data becomes one. The first occurrence of each unrecognised layout in a process is also
+                logged, with how to convert it.
         """
+        try:
+            return cls._parse(ground_truth)
+        except GroundTruthError:
+            raise
+        except RecursionError as exc:
+            raise GroundTruthError(f"ground truth is nested too deeply to read ({exc})") from exc
+        except Exception as exc:  # anything the data holds: the data's fault, counted, never an exception upstream
+            raise GroundTruthError(f"malformed ground truth ({type(exc).__name__}: {exc})") from exc
+
+    @classmethod
+    def _parse(cls, ground_truth: Any) -> Problem:
         try:
             ground_truth, _ = to_our_layout(ground_truth)
         except LayoutError as exc:
@@ -89,26 +108,46 @@ class Problem:
         raw_tests = ground_truth["tests"]
         if not raw_tests:
             raise GroundTruthError("ground truth has no tests")
-        tests = []
-        for position, raw in enumerate(raw_tests):
-            if (
-                not isinstance(raw, dict)
-                or not isinstance(raw.get("input"), str)
-                or not isinstance(raw.get("output"), str)
-            ):
-                raise GroundTruthError(f"test {position} must have string 'input' and 'output' (got {describe(raw)})")
-            testtype = raw.get("testtype", "stdin")
-            if testtype not in TEST_TYPES:
-                raise GroundTruthError(f"test {position} has unknown testtype {testtype!r}")
-            limit = raw.get("time_limit_s")
-            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0):
-                raise GroundTruthError(f"test {position} has time_limit_s {limit!r}; expected a positive number")
-            tests.append(TestCase(raw["input"], raw["output"], testtype, limit))
         fn_name = ground_truth.get("fn_name") or None
-        if fn_name is None and any(test.testtype != "stdin" for test in tests):
-            raise GroundTruthError("functional and evalplus tests need 'fn_name' in the ground truth")
+        tests = [_test_case(raw, position, fn_name) for position, raw in enumerate(raw_tests)]
         tests.sort(key=lambda test: len(test.input), reverse=True)
-        return cls(tests=tuple(tests), fn_name=fn_name)
+        return cls(tests=tuple(tests), fn_name=fn_name if isinstance(fn_name, str) else None)
+
+
+def _test_case(raw: Any, position: int, fn_name: Any) -> TestCase:
+    """One test of our layout, checked as the sandbox will use it (``Problem.from_ground_truth``)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("input"), str) or not isinstance(raw.get("output"), str):
+        raise GroundTruthError(f"test {position} must have string 'input' and 'output' (got {describe(raw)})")
+    testtype = raw.get("testtype", "stdin")
+    if testtype not in TEST_TYPES:
+        raise GroundTruthError(f"test {position} has unknown testtype {_shown(testtype)}")
+    limit = raw.get("time_limit_s")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0):
+        raise GroundTruthError(f"test {position} has time_limit_s {_shown(limit)}; expected a positive number")
+    if _LONE_SURROGATE.search(raw["input"]):
+        raise GroundTruthError(f"test {position}: its input holds a lone surrogate (not UTF-8 text a program can read)")
+    if testtype != "stdin":
+        if not isinstance(fn_name, str) or not fn_name.isidentifier():
+            raise GroundTruthError(
+                f"functional and evalplus tests need 'fn_name', a Python identifier (got {_shown(fn_name)})"
+            )
+        try:
+            if testtype == "functional":
+                call_format.check_arguments(raw["input"])
+                call_format.check_result(raw["output"])
+            else:
+                evalplus.check_test(raw["input"], raw["output"])
+        except ValueError as exc:
+            raise GroundTruthError(f"test {position}: {exc}") from exc
+    return TestCase(raw["input"], raw["output"], testtype, limit)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _shown(value: Any) -> str:
+    """A string as (the start of) its repr, anything else by its shape (``layouts.describe``)."""
+    return repr(value[:60]) if isinstance(value, str) else describe(value)
 
 
 def _log_first(message: str) -> None:

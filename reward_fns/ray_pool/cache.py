@@ -13,16 +13,26 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from reward_fns.types import Problem
+from reward_fns.types import GroundTruthError, Problem
 
 
 def ground_truth_text(ground_truth: str | dict[str, Any]) -> str:
-    """The ground truth as text (a dict is serialised with sorted keys, so equal contents give equal text)."""
-    return ground_truth if isinstance(ground_truth, str) else json.dumps(ground_truth, sort_keys=True)
+    """The ground truth as text (a dict is serialised with sorted keys, so equal contents give equal text).
+
+    Raises:
+        GroundTruthError: a parsed ground truth that is not JSON data (nested too deeply, non-string keys of
+            mixed types, objects JSON cannot hold), or text that is not UTF-8 (a lone surrogate).
+    """
+    try:
+        text = ground_truth if isinstance(ground_truth, str) else json.dumps(ground_truth, sort_keys=True)
+        text.encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise GroundTruthError(f"ground truth cannot be written as JSON text ({type(exc).__name__}: {exc})") from exc
+    return text
 
 
 def content_key(text: str) -> str:
-    """sha256 of the ground-truth text: equal tests share one key on every node."""
+    """sha256 of the ground-truth text (UTF-8, ``ground_truth_text``): equal tests share one key on every node."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -21,7 +21,7 @@ from reward_fns.extract import extract_code
 from reward_fns.ray_pool.cache import content_key, ground_truth_text
 from reward_fns.ray_pool.config import PoolConfig
 from reward_fns.ray_pool.dispatcher import GradingDispatcher, Outcome, internal_error
-from reward_fns.types import GraderConfig
+from reward_fns.types import GraderConfig, GradeResult, GroundTruthError
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +73,10 @@ class PoolClient:
     ) -> tuple[Outcome, float]:
         """The dispatcher's ``Outcome`` for ``response`` and the latency of the call (queueing included)."""
         started = time.monotonic()
-        key, ref = self.problem_ref(ground_truth)
+        try:
+            key, ref = self.problem_ref(ground_truth)
+        except GroundTruthError as exc:  # nothing to ship: decided here, never an exception into verl
+            return Outcome(GradeResult.bad_ground_truth(exc), 0, -1, False, -1), time.monotonic() - started
         call = self.dispatcher.grade.remote(extract_code(response), key, ref, config)
         try:
             outcome = await asyncio.wait_for(_awaited(call), self.config.call_deadline_s)

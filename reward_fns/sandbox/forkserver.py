@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from reward_fns.sandbox import protocol
 from reward_fns.sandbox.isolation import DISABLE_ENV, LOAD_STRETCH, RunLimits
+from reward_fns.sandbox.memory import remove_cgroup
 from reward_fns.sandbox.report import (
     MECHANISMS,
     IsolationReport,
@@ -66,7 +67,7 @@ class RunOutcome:
     cpu_wait_s: float = 0.0
     """Of ``wall_s``, the time the program's main thread waited for a CPU (the machine's load, not its work)."""
     memory_held: str = ""
-    """What the run held when the server killed it past the memory limit (``server.MemoryHeld.describe``)."""
+    """What the run held when the server killed it past the memory limit (``memory.MemoryHeld.describe``)."""
     setup_error: str = ""
 
 
@@ -273,6 +274,9 @@ class ForkServer:
         os.close(self.server_log)
         with contextlib.suppress(OSError):
             remove_tree(self.work_dir)
+        report = getattr(self, "report", None)
+        if report is not None and report.memory_cgroup:
+            remove_cgroup(report.memory_cgroup)  # its launcher's job; this one's when the launcher was killed
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -290,6 +294,9 @@ def warn_missing(report: IsolationReport, mode: str) -> None:
             + f"\n{report.summary()}\nRun as root, enable user namespaces, or use isolation='auto'."
         )
     with _warn_lock:
+        if "memory_accounting" not in _warned_mechanisms:  # not a required mechanism: both ways bound the memory
+            _warned_mechanisms.add("memory_accounting")
+            logger.info("sandbox %s", report.memory_accounting().strip())
         for name in report.missing:
             if name not in _warned_mechanisms:
                 _warned_mechanisms.add(name)

@@ -7,8 +7,9 @@ Verdict of one test (first matching rule wins; the comparison runs here, in the 
 2. killed at the wall-clock limit (per test, or what is left of the completion's budget; both count the time
    the program waited for a CPU only past ``isolation.LOAD_STRETCH`` times the limit, so that verdicts do not
    depend on the machine's load)                                 -> time_limit
-   killed because the run held more than the memory limit: its processes together, plus what its pipes and
-   sockets can hold in kernel buffers (``server.run_memory``)   -> memory_limit
+   killed because the run held more than the memory limit: its processes together with the kernel memory they
+   make the kernel hold (page tables, kernel stacks, pipe and socket buffers, ...; ``memory.py``), or a process of
+   it killed at the limit of its memory cgroup                   -> memory_limit
 3. stdout or the functional result reached the cap (RLIMIT_FSIZE; CPython ignores SIGXFSZ, so the write fails)
                                                                  -> output_limit
 4. SIGXCPU, or CPU time at the RLIMIT_CPU limit                  -> time_limit

@@ -13,8 +13,8 @@ as ``_Py_HandleSystemExit`` maps them, uncaught exception -> traceback and statu
 ``atexit`` handlers run, stdout flushed -- a failed flush is status 120 --, then C stdio flushed, as ``exit(3)``
 does: ``printf`` through ``ctypes`` is not lost).
 
-functional tests: the arguments (one JSON value per line on stdin; lines split on ``\\n`` only, as LiveCodeBench
-does: U+2028 and U+0085 may sit inside a string argument) are parsed *before* the program runs, then
+functional tests: the arguments (one JSON value per line on stdin, ``reward_fns.call_format``; the grader checked
+them when it read the ground truth) are parsed *before* the program runs, then
 ``Solution().fn_name(*args)`` (or a top-level ``fn_name``) is called and the result is converted to JSON text by
 ``to_json_text``, which only trusts exact builtin types through references captured at import time (a program
 that monkeypatches ``json`` or ``builtins`` or returns an object with a custom ``__eq__`` changes nothing: the
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import gc
 import io
 import json
 import math
@@ -44,8 +45,10 @@ import sys
 import threading
 import time
 import types
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
+from reward_fns import call_format
 from reward_fns.sandbox.isolation import LOAD_STRETCH, flush_c_streams
 
 RESULT_FD = 3
@@ -53,7 +56,6 @@ RESULT_FD = 3
 SOURCE_FILE = "solution.py"
 """The program's file name: ``__file__``, ``sys.argv[0]``, written to the working directory by ``write_source``."""
 
-MAX_RESULT_DEPTH = 200
 
 LCB_PRELUDE_MODULES = (
     "string",
@@ -91,9 +93,12 @@ the names they give it (``needs_lazy_prelude``; rare: ``mean``, ``date``, ``time
 # References captured at import (in the fork server, long before any program runs).
 _type, _int, _float, _str, _bool, _list, _tuple, _dict = type, int, float, str, bool, list, tuple, dict
 _isinstance = isinstance
+_issubclass, _getattr, _str = issubclass, getattr, str
+_gc_collect = gc.collect
 _int_repr, _float_repr = int.__repr__, float.__repr__
 _isfinite = math.isfinite
 _encode_string = json.encoder.encode_basestring_ascii
+_parse_arguments = call_format.parse_arguments
 _json_loads = json.loads
 _str_join = str.join
 _sorted = sorted
@@ -125,8 +130,8 @@ def _text_of(value: object, convert: Any) -> str:
 
 
 def _convert(value: object, depth: int) -> str:
-    if depth > MAX_RESULT_DEPTH:
-        raise UnconvertibleResult(f"result nested deeper than {MAX_RESULT_DEPTH}")
+    if depth > call_format.MAX_DEPTH:
+        raise UnconvertibleResult(f"result nested deeper than {call_format.MAX_DEPTH}")
     kind = _type(value)
     if value is None:
         return "null"
@@ -171,8 +176,8 @@ def to_literal_text(value: object) -> str:
 
 
 def _literal(value: Any, depth: int) -> str:
-    if depth > MAX_RESULT_DEPTH:
-        raise UnconvertibleResult(f"result nested deeper than {MAX_RESULT_DEPTH}")
+    if depth > call_format.MAX_DEPTH:
+        raise UnconvertibleResult(f"result nested deeper than {call_format.MAX_DEPTH}")
     kind = _type(value)
     if value is None or kind is _bool:
         return "True" if value is True else "False" if value is False else "None"
@@ -205,16 +210,24 @@ def _literal(value: Any, depth: int) -> str:
 
 
 def reopen_std_streams() -> None:
-    """Fresh ``sys.stdin/stdout/stderr`` on fds 0/1/2, configured as CPython does for non-tty streams.
+    """Fresh ``sys.stdin/stdout/stderr`` on fds 0/1/2, as CPython's ``create_stdio`` makes them for files that are not
+    terminals in the child's environment (``PYTHONIOENCODING=utf-8``): buffered, named ``<stdin>``, ``<stdout>``,
+    ``<stderr>``, UTF-8, strict (stderr: backslashreplace and line-buffered), and ``newline="\\n"``, so that no
+    newline is translated either way (a lone ``\\r`` does not end a line, ``\\r\\n`` stays as it is).
 
     Called once in the fork server, which never reads or writes them: each child inherits the objects with empty
     buffers, and after ``dup2`` they read the test's input and write its output files (no per-test set-up).
     """
-    sys.stdin = sys.__stdin__ = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-    sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
-        open(2, "wb", buffering=0, closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
-    )
+    sys.stdin = sys.__stdin__ = _std_stream(0, "r", "<stdin>", "strict", line_buffering=False)
+    sys.stdout = sys.__stdout__ = _std_stream(1, "w", "<stdout>", "strict", line_buffering=False)
+    sys.stderr = sys.__stderr__ = _std_stream(2, "w", "<stderr>", "backslashreplace", line_buffering=True)
+
+
+def _std_stream(fd: int, mode: str, name: str, errors: str, line_buffering: bool) -> io.TextIOWrapper:
+    raw = io.FileIO(fd, mode, closefd=False)
+    raw.name = name
+    buffer = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+    return io.TextIOWrapper(buffer, encoding="utf-8", errors=errors, newline="\n", line_buffering=line_buffering)
 
 
 def write_source(source: bytes) -> None:
@@ -229,22 +242,43 @@ def write_source(source: bytes) -> None:
 def prepare_fork_server(run_dir: str) -> None:
     """Make the fork server's interpreter look as every program's should (``python3 solution.py`` in ``run_dir``,
     after LiveCodeBench's prelude), once: each child inherits it, and only what differs per child is left to
-    ``reset_interpreter_state``."""
+    ``reset_interpreter_state``. Then freezes the garbage collector on everything the server holds: a child's
+    collections (at its program's exit, ``_tear_down_program``) walk only what the program made."""
     atexit._clear()
     sys.argv = [SOURCE_FILE]
     sys.path[0] = run_dir
     sys.setrecursionlimit(LCB_RECURSION_LIMIT)
     _set_int_digits(4300)
     reopen_std_streams()
-    global _program_builtins
-    _program_builtins = types.ModuleType("builtins", builtins.__doc__)
-    vars(_program_builtins).update(vars(builtins) | lcb_prelude_names(without=LAZY_PRELUDE_MODULES))
+    _add_prelude(lcb_prelude_names(without=LAZY_PRELUDE_MODULES))
+    gc.freeze()
 
 
 def complete_the_prelude() -> None:
     """In a child whose program needs them: the names of ``LAZY_PRELUDE_MODULES`` too (the whole prelude again, in
     its order, so that whatever a later module overrides stays overridden)."""
-    vars(_program_builtins).update(lcb_prelude_names())
+    _add_prelude(lcb_prelude_names())
+
+
+def _add_prelude(names: dict[str, object]) -> None:
+    """The prelude's names in the real ``builtins``, where they resolve after the program's own globals, as the
+    prelude's globals would (a program's own definitions win), nothing is copied per test, and a program's
+    ``builtins.input = sys.stdin.readline`` replaces ``input`` as under ``python3``. A name of the builtins is left
+    alone: the prelude binds each to the builtins' own object (``from builtins import *`` comes late), and one it did
+    not would go into each program's globals (``_shadowing``) rather than change what every module sees."""
+    for name, value in names.items():
+        if name not in _native_builtins:
+            _builtin_names[name] = value
+        elif _builtin_names[name] is not value:
+            _shadowing[name] = value
+
+
+_builtin_names = vars(builtins)
+_native_builtins = frozenset(_builtin_names)
+"""The builtins' own names, before the prelude's were added."""
+_shadowing: dict[str, object] = {}
+"""Prelude names that are builtins' names bound to another object (none in Python 3.11): each program's globals get
+them, as LiveCodeBench's prelude does."""
 
 
 def lcb_prelude_names(without: frozenset[str] = frozenset()) -> dict[str, object]:
@@ -260,14 +294,6 @@ def lcb_prelude_names(without: frozenset[str] = frozenset()) -> dict[str, object
         names.update({name: getattr(module, name) for name in public})
     names.update({module.__name__: module for module in modules if module.__name__ not in _LCB_PRELUDE_UNNAMED})
     return names
-
-
-_program_builtins: types.ModuleType = builtins
-"""The program's ``__builtins__``: a copy of the builtins module with the prelude's names added, made once in the fork
-server (``prepare_fork_server``). Names the program does not define resolve there, after its globals, as the
-prelude's globals would (a program's own definitions win); the names are not copied into each program's globals,
-which would write the reference count of ~700 objects and so copy their pages in every forked child. Only
-``globals()`` and ``del List`` tell the difference; ``import builtins`` is still the real module."""
 
 
 def lazy_prelude_names() -> frozenset[str]:
@@ -289,12 +315,15 @@ def needs_lazy_prelude(code: types.CodeType, lazy_names: frozenset[str]) -> bool
     return False
 
 
-def _program_module(name: str) -> types.ModuleType:
-    """A fresh module ``name`` (registered in ``sys.modules``) whose names resolve through the program builtins."""
+def _program_namespace(name: str) -> dict[str, object]:
+    """The globals of a new module ``name`` (registered in ``sys.modules``) for the program, on the real
+    ``builtins``."""
     module = types.ModuleType(name)
-    module.__dict__["__builtins__"] = _program_builtins
+    namespace = vars(module)
+    namespace["__builtins__"] = builtins
+    namespace.update(_shadowing)
     sys.modules[name] = module
-    return module
+    return namespace
 
 
 def reset_interpreter_state() -> None:
@@ -306,31 +335,31 @@ def reset_interpreter_state() -> None:
 
 def run_main_script(code: types.CodeType) -> int:
     """Execute ``code`` as ``__main__`` and return the exit status CPython would return."""
-    module = _program_module("__main__")
-    module.__dict__["__file__"] = SOURCE_FILE
+    namespace = _program_namespace("__main__")
+    namespace["__file__"] = SOURCE_FILE
     try:
-        exec(code, module.__dict__)
+        exec(code, namespace)
         status = 0
     except SystemExit as exc:
         status = _exit_status(exc)
     except BaseException:
         _print_exception()
         status = 1
-    return _finalize(status)
+    del namespace
+    return _finalize(status, tear_down=True)
 
 
 def run_functional(code: types.CodeType, fn_name: str) -> int:
     """Parse the arguments from stdin, run the definitions, call the function, write the result to RESULT_FD."""
     _set_int_digits(0)
-    raw = sys.stdin.buffer.read().decode("utf-8")
-    arguments = [_json_loads(line) for line in raw.split("\n") if line.strip()]
+    arguments = _parse_arguments(sys.stdin.buffer.read().decode("utf-8"))
     _set_int_digits(4300)
-    module = _program_module("solution")
+    namespace = _program_namespace("solution")
     try:
-        exec(code, module.__dict__)
-        function = _find_function(module.__dict__, fn_name)
+        exec(code, namespace)
+        function = _find_function(namespace, fn_name)
         value = function(*arguments)
-        _set_recursion_limit(10 * MAX_RESULT_DEPTH)
+        _set_recursion_limit(10 * call_format.MAX_DEPTH)
         message = "OK " + to_json_text(value)
     except SystemExit as exc:
         return _finalize(_exit_status(exc))
@@ -368,10 +397,10 @@ def run_evalplus(code: types.CodeType, fn_name: str) -> int:
     _set_int_digits(0)
     request = _json_loads(sys.stdin.buffer.read().decode("utf-8"))
     _set_int_digits(4300)
-    module = _program_module("solution")
+    namespace = _program_namespace("solution")
     try:
-        exec(code, module.__dict__)
-        function: Any = _find_function(module.__dict__, fn_name)
+        exec(code, namespace)
+        function = _find_function(namespace, fn_name)
     except SystemExit as exc:
         return _finalize(_exit_status(exc))
     except BaseException:
@@ -405,14 +434,15 @@ def run_evalplus(code: types.CodeType, fn_name: str) -> int:
     return _finalize(0)
 
 
-def _find_function(namespace: dict[str, object], fn_name: str) -> object:
+def _find_function(namespace: dict[str, object], fn_name: str) -> Callable[..., object]:
+    """``Solution().fn_name``, else a top-level ``fn_name`` of the program."""
     solution = namespace.get("Solution")
-    if isinstance(solution, type):
-        return getattr(solution(), fn_name)
+    if _isinstance(solution, _type):
+        return _getattr(cast(type, solution)(), fn_name)
     function = namespace.get(fn_name)
     if function is None:
         raise NameError(f"the program defines neither class Solution nor a function {fn_name!r}")
-    return function
+    return cast(Callable[..., object], function)
 
 
 _C_LONG_MIN, _C_LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -421,14 +451,19 @@ _C_LONG_MIN, _C_LONG_MAX = -(1 << 63), (1 << 63) - 1
 def _exit_status(exc: SystemExit) -> int:
     """The exit status CPython gives an uncaught ``SystemExit`` (``_Py_HandleSystemExit``): ``None`` -> 0; an int
     -> ``exit((int)PyLong_AsLong(code))``, i.e. its low 8 bits, and 255 outside the C long range (2**64 is 255, not
-    0); anything else is printed to stderr -> 1. An int subclass counts by its value, whatever its operators do."""
+    0); anything else is written to ``sys.stderr`` as ``str(code)`` and a newline -> 1. An int subclass counts by its
+    value, whatever its operators do."""
     code: object = exc.code
     if code is None:
         return 0
-    if isinstance(code, int) and issubclass(_type(code), _int):  # the type itself, not a faked __class__
-        value = _int.__int__(code)
+    if _isinstance(code, _int) and _issubclass(_type(code), _int):  # the type itself, not a faked __class__
+        value = _int.__int__(cast(int, code))
         return value & 0xFF if _C_LONG_MIN <= value <= _C_LONG_MAX else 0xFF
-    print(code, file=sys.stderr)
+    try:
+        sys.stderr.write(_str(code))
+        sys.stderr.write("\n")
+    except BaseException:  # noqa: S110 - CPython clears an error of this write too
+        pass
     return 1
 
 
@@ -440,20 +475,43 @@ def _print_exception() -> None:
         sys.__excepthook__(*sys.exc_info())
 
 
-def _finalize(status: int) -> int:
-    """CPython's shutdown order: join non-daemon threads, run atexit handlers, flush stdout (failure -> 120)."""
+def _finalize(status: int, tear_down: bool = False) -> int:
+    """CPython's shutdown (``Py_FinalizeEx``): join non-daemon threads, run atexit handlers, flush stdout and stderr;
+    with ``tear_down``, the program's module is then finalized (``_tear_down_program``) and both flushed again. A
+    failed flush makes the status 120, whatever it was (``Py_RunMain``)."""
     try:
-        threading._shutdown()
+        threading._shutdown()  # type: ignore[attr-defined]
     except BaseException:
         _print_exception()
     atexit._run_exitfuncs()
+    flushed = _flush_std_files()
+    if tear_down:
+        _tear_down_program()
+        flushed = _flush_std_files() and flushed
+    return status if flushed else 120
+
+
+def _flush_std_files() -> bool:
+    """Flush ``sys.stdout`` and ``sys.stderr`` (those not closed); False when a flush failed."""
+    flushed = True
     for stream in (sys.stdout, sys.stderr):
         try:
-            if stream is not None and not getattr(stream, "closed", False):
+            if stream is not None and not _getattr(stream, "closed", False):
                 stream.flush()
         except BaseException:
-            status = 120 if status == 0 else status
-    return status
+            flushed = False
+    return flushed
+
+
+def _tear_down_program() -> None:
+    """What ``Py_FinalizeEx`` does to a script's objects after atexit: the original standard streams back in ``sys``,
+    the program's module out of ``sys.modules`` and dropped, then a garbage collection. Whatever the program's
+    globals held is finalized as under ``python3 solution.py``: ``__del__`` methods run, suspended generators run
+    their ``finally`` blocks, and files the program opened on fd 1 or 2 (``io.TextIOWrapper(open(1, "wb"))``,
+    ``os.fdopen(1, "w")``) are closed, which flushes what they buffered."""
+    sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+    sys.modules.pop("__main__", None)
+    _gc_collect()
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -292,7 +292,7 @@ DISABLE_ENV = "NOUSCODER_SANDBOX_DISABLE"
 """Comma-separated mechanisms to switch off (``DISABLE_NAMES``): simulates a cluster node that forbids them, for
 tests, benchmarks and hosts where a mechanism misbehaves."""
 DISABLE_NAMES = frozenset(
-    {"user_namespace", "namespaces", "root", "seccomp", "session_keyring", "subreaper", "no_new_privs"}
+    {"user_namespace", "namespaces", "root", "seccomp", "session_keyring", "subreaper", "no_new_privs", "memory_cgroup"}
 )
 
 
@@ -473,13 +473,22 @@ def _write_file(path: str, text: str) -> None:
         handle.write(text)
 
 
-def cgroup_v2_writable() -> bool:
-    """Whether a cgroup v2 hierarchy with memory and pids controllers could be delegated to us (informational)."""
-    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
-        controllers = os.path.join(root, "cgroup.controllers")
-        if os.path.exists(controllers):
-            with open(controllers) as handle:
-                available = handle.read().split()
-            if {"memory", "pids"} <= set(available) and os.access(root, os.W_OK):
-                return True
-    return False
+def stale_names(directory: str, prefix: str) -> list[str]:
+    """Entries of ``directory`` named ``<prefix><pid>-...`` whose process ``pid`` no longer exists (left by a grader
+    or launcher that was killed before it could remove them)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    owners = {name: name[len(prefix) :].split("-", 1)[0] for name in names if name.startswith(prefix)}
+    return [name for name, owner in owners.items() if owner.isdigit() and not _process_exists(int(owner))]
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

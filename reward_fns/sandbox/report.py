@@ -16,7 +16,15 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from reward_fns.sandbox.isolation import DISABLE_ENV, disabled_mechanisms, package_root
+from reward_fns.sandbox.isolation import DISABLE_ENV, disabled_mechanisms, package_root, stale_names
+from reward_fns.sandbox.memory import (
+    CGROUP_CHARGES,
+    CGROUP_ENV,
+    CGROUP_NEEDS,
+    COUNTED,
+    MEMORY_SAMPLE_S,
+    remove_cgroup,
+)
 from reward_fns.sandbox.scratch import remove_tree
 
 MECHANISMS: dict[str, str] = {
@@ -41,11 +49,6 @@ MECHANISMS: dict[str, str] = {
 }
 """Every mechanism ``strict`` isolation requires, with what goes missing without it (logged as a warning)."""
 
-OPTIONAL_MECHANISMS: dict[str, str] = {  # not used, and why not
-    "cgroup_v2": "memory is limited per process by RLIMIT_AS, files in memory by the scratch tmpfs size, the rest "
-    "by seccomp; processes by RLIMIT_NPROC",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class IsolationReport:
@@ -61,8 +64,10 @@ class IsolationReport:
     subreaper: bool
     session_keyring: bool
     seccomp: bool
-    cgroup_v2: bool = False
-    """Informational: a cgroup v2 hierarchy with memory and pids controllers is writable (not used)."""
+    memory_cgroup: str = ""
+    """The run cgroup (a directory of the grader's cgroup hierarchy) in which the kernel charges every run's memory,
+    or "": the server counts it (``memory.py``; not required: both bound the memory no rlimit sees)."""
+    memory_cgroup_version: int = 0
     errors: dict[str, str] = dataclasses.field(default_factory=dict)
     """Why each missing mechanism failed (the OS error)."""
 
@@ -88,9 +93,21 @@ class IsolationReport:
             else:
                 reason = f" ({self.errors[name]})" if name in self.errors else ""
                 lines.append(f"  [missing] {name}{reason}: {consequence}")
-        writable = "writable here" if self.cgroup_v2 else "not writable here"
-        lines.append(f"  [unused]  cgroup_v2 ({writable}): {OPTIONAL_MECHANISMS['cgroup_v2']}")
+        lines.append(self.memory_accounting())
         return "\n".join(lines)
+
+    def memory_accounting(self) -> str:
+        """Which bound of the memory no rlimit sees is in force, and what the node must provide for the exact one."""
+        if self.memory_cgroup:
+            return (
+                f"  [ok]      memory accounting by the kernel: cgroup v{self.memory_cgroup_version} {self.memory_cgroup}"
+                f" ({CGROUP_CHARGES})"
+            )
+        return (
+            f"  [counted] memory accounting every {MEMORY_SAMPLE_S * 1000:.0f} ms from /proc ({COUNTED}); no memory cgroup"
+            f" ({self.errors.get('memory_cgroup', 'none')}). For the kernel's exact limit the node must provide"
+            f" {CGROUP_NEEDS}"
+        )
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self))
@@ -133,6 +150,8 @@ def probe_isolation() -> IsolationReport:
         if completed.returncode != 0:
             raise RuntimeError(f"isolation probe failed (exit {completed.returncode}): {completed.stderr[-2000:]}")
         _cached_report = IsolationReport.from_json(completed.stdout.strip().splitlines()[-1])
+        if _cached_report.memory_cgroup:
+            remove_cgroup(_cached_report.memory_cgroup)
     return _cached_report
 
 
@@ -153,6 +172,8 @@ def server_environment() -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PYTHONPATH": os.pathsep.join(python_path),
     }
+    if CGROUP_ENV in os.environ:
+        environment[CGROUP_ENV] = os.environ[CGROUP_ENV]
     if DISABLE_ENV in os.environ:
         disabled_mechanisms(os.environ)  # a misspelt name fails here, in the grader, not silently in the server
         environment[DISABLE_ENV] = os.environ[DISABLE_ENV]
@@ -180,21 +201,8 @@ def make_work_dir(prefix: str) -> str:
 def _remove_stale_work_dirs(prefix: str) -> None:
     """Remove our uid's ``<prefix><pid>-*`` directories whose grader process no longer exists."""
     parent = tempfile.gettempdir()
-    for name in os.listdir(parent):
-        owner_pid = name[len(prefix) :].split("-", 1)[0]
-        if not (name.startswith(prefix) and owner_pid.isdigit()) or _process_exists(int(owner_pid)):
-            continue
+    for name in stale_names(parent, prefix):
         path = os.path.join(parent, name)
         with contextlib.suppress(OSError):
             if os.lstat(path).st_uid == os.geteuid() and not os.path.islink(path):
                 remove_tree(path)
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

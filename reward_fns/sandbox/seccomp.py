@@ -7,7 +7,7 @@ It closes what namespaces and rlimits leave open (threat model: ``reward_fns/REA
 * memory held outside RLIMIT_AS -- ``memfd_create``/``memfd_secret``, SysV shared memory and message queues,
   POSIX message queues -- fails with ENOMEM, so the program's ``MemoryError``/``[Errno 12]`` is graded
   ``memory_limit``;
-* kernel buffers bounded so the server can count them (``server.run_memory``): sockets are Unix stream sockets
+* kernel buffers bounded so the server can count them (``memory.run_memory``): sockets are Unix stream sockets
   only (another family fails with EAFNOSUPPORT -- there is no network anyway, and the counters of other protocols
   are gone with them --, datagram and seqpacket types with ESOCKTNOSUPPORT: a datagram queue collects from any
   number of senders), their buffer sizes stay the default (``SO_SNDBUF``/``SO_RCVBUF`` and the ``FORCE``
@@ -18,9 +18,15 @@ It closes what namespaces and rlimits leave open (threat model: ``reward_fns/REA
   ``request_key``: also the grader's session keyring), SysV semaphores -- fail with EPERM;
 * reaching other processes' memory or descriptors (``ptrace``, ``process_vm_readv/writev``, ``pidfd_getfd``,
   ``process_madvise``, ``kcmp``), kernel attack surface (``bpf``, ``perf_event_open``, ``userfaultfd``,
-  ``io_uring_*`` (whose operations bypass seccomp), ``fanotify_init``, ``syslog``), and changing the sandbox
-  itself (``mount`` and the new mount API, ``umount2``, ``pivot_root``, ``chroot``, new namespaces through
-  ``unshare``/``clone``/``setns``) fail with EPERM;
+  ``io_uring_*`` (whose operations bypass seccomp), ``fanotify_init``, ``syslog``), kernel memory no count sees
+  (``inotify_init``/``inotify_init1``: watches and queued events), and changing the sandbox itself (``mount`` and
+  the new mount API, ``umount2``, ``pivot_root``, ``chroot``, new namespaces through ``unshare``/``clone``/
+  ``setns``) fail with EPERM;
+* changing another process's limits, priority, scheduling or memory placement: ``prlimit64``, ``sched_setparam``,
+  ``sched_setscheduler``, ``sched_setaffinity``, ``sched_setattr``, ``migrate_pages`` and ``move_pages`` only on
+  pid 0 (the caller), ``setpriority`` and ``ioprio_set`` only on the caller or its process group (who 0): EPERM
+  otherwise. Without root the program has the fork server's uid (pid 1 of its namespace), so ``prlimit(1, ...)``
+  used to lower the limits every later test inherits, or its priority;
 * ``clone3`` fails with ENOSYS (its flags sit behind a pointer a filter cannot read): glibc then falls back to
   ``clone``, whose flags are checked;
 * another system-call ABI (i386 ``int 0x80``, x32) is refused as a whole.
@@ -55,6 +61,8 @@ _CLONE_NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x1
 _AF_UNIX, _SOCK_STREAM, _SOCK_TYPE_MASK = 1, 1, 0xF
 _F_SETPIPE_SZ = 1031
 _SO_SNDBUF, _SO_RCVBUF, _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 7, 8, 32, 33
+_PRIO_PROCESS, _PRIO_PGRP = 0, 1  # PRIO_USER (2) reaches every process of the uid: the fork server too
+_IOPRIO_WHO_PROCESS, _IOPRIO_WHO_PGRP = 1, 2  # IOPRIO_WHO_USER (3): likewise
 
 _UNIFIED_NUMBERS = {
     # System calls added since Linux 5.1 have one number on every architecture (include/uapi/asm-generic/unistd.h).
@@ -113,6 +121,17 @@ _ARCHES = {
             "unshare": 272,
             "setns": 308,
             "capset": 126,
+            "inotify_init": 253,
+            "inotify_init1": 294,
+            "prlimit64": 302,
+            "setpriority": 141,
+            "sched_setparam": 142,
+            "sched_setscheduler": 144,
+            "sched_setaffinity": 203,
+            "sched_setattr": 314,
+            "ioprio_set": 251,
+            "migrate_pages": 256,
+            "move_pages": 279,
         },
     ),
     "aarch64": (
@@ -151,6 +170,16 @@ _ARCHES = {
             "unshare": 97,
             "setns": 268,
             "capset": 91,
+            "inotify_init1": 26,
+            "prlimit64": 261,
+            "setpriority": 140,
+            "sched_setparam": 118,
+            "sched_setscheduler": 119,
+            "sched_setaffinity": 122,
+            "sched_setattr": 274,
+            "ioprio_set": 30,
+            "migrate_pages": 238,
+            "move_pages": 239,
         },
     ),
 }
@@ -192,15 +221,26 @@ REFUSED: dict[str, int] = {
             "fsmount",
             "fspick",
             "mount_setattr",
+            "inotify_init",
+            "inotify_init1",
         ),
         errno.EPERM,
     ),
     "clone3": errno.ENOSYS,
 }
-"""System calls refused outright, with the errno the program sees."""
+"""System calls refused outright, with the errno the program sees (a name an architecture does not have, such as
+``inotify_init`` on aarch64, is skipped there)."""
 
 ArgumentCheck = tuple[int, int | None, frozenset[int], bool, int]
 """(argument index, mask or None, values, whether the values are the only ones allowed, errno when refused)."""
+
+
+def _zero(argument: int) -> ArgumentCheck:
+    """Argument ``argument`` (a pid, or the ``who`` of a ``which``/``who`` pair) must be 0: the caller itself (its
+    process group with ``PRIO_PGRP``/``IOPRIO_WHO_PGRP``). A filter cannot compare with the caller's own pid, and
+    ``setrlimit``, ``nice``, ``os.sched_setaffinity(0, ...)`` all pass 0."""
+    return (argument, None, frozenset({0}), True, errno.EPERM)
+
 
 ARGUMENT_RULES: dict[str, tuple[ArgumentCheck, ...]] = {
     "socket": (
@@ -217,6 +257,20 @@ ARGUMENT_RULES: dict[str, tuple[ArgumentCheck, ...]] = {
     "fcntl": ((1, None, frozenset({_F_SETPIPE_SZ}), False, errno.EPERM),),
     "clone": ((0, _CLONE_NAMESPACE_FLAGS, frozenset({0}), True, errno.EPERM),),
     "unshare": ((0, None, frozenset({CLONE_NEWNET}), True, errno.EPERM),),
+    **dict.fromkeys(
+        (
+            "prlimit64",
+            "sched_setparam",
+            "sched_setscheduler",
+            "sched_setaffinity",
+            "sched_setattr",
+            "migrate_pages",
+            "move_pages",
+        ),
+        (_zero(0),),
+    ),
+    "setpriority": ((0, None, frozenset({_PRIO_PROCESS, _PRIO_PGRP}), True, errno.EPERM), _zero(1)),
+    "ioprio_set": ((0, None, frozenset({_IOPRIO_WHO_PROCESS, _IOPRIO_WHO_PGRP}), True, errno.EPERM), _zero(1)),
 }
 """System calls allowed only with some arguments (every check must pass), in the order checked."""
 
@@ -259,7 +313,8 @@ def filter_program(machine: str | None = None) -> bytes:
     if audit_arch == _ARCHES["x86_64"][0]:
         program += [_statement(_BPF_JGE_K, _X32_SYSCALL_BIT, jf=1), refuse(errno.EPERM)]
     for name, code in REFUSED.items():
-        program += [_statement(_BPF_JEQ_K, numbers[name], jf=1), refuse(code)]
+        if name in numbers:
+            program += [_statement(_BPF_JEQ_K, numbers[name], jf=1), refuse(code)]
     for name, checks in ARGUMENT_RULES.items():
         body = [instruction for check in checks for instruction in _argument_check(check)] + [allow]
         program += [_statement(_BPF_JEQ_K, numbers[name], jf=len(body)), *body]

@@ -10,8 +10,9 @@ Process tree of one worker (namespaces from ``isolation.enter_worker_namespaces`
 Per test the server receives the test's input and output files as open descriptors (``SCM_RIGHTS``; files the
 grader created without a name, so nothing the program does can make the grader open anything else), forks the
 child, waits for it with the wall-clock limit (``pidfd`` + ``poll``; the limit is extended by the time the program
-waited for a CPU, up to ``isolation.LOAD_STRETCH`` times), and every ``MEMORY_SAMPLE_S`` counts what the run holds
-(``run_memory``). On timeout or past the memory limit it kills the run; when the program has exited it kills and
+waited for a CPU, up to ``isolation.LOAD_STRETCH`` times), and bounds what the run holds with the kernel memory it
+makes the kernel hold (``memory.py``: charged by the worker's memory cgroup, else counted every
+``memory.MEMORY_SAMPLE_S``). On timeout or past the memory limit it kills the run; when the program has exited it kills and
 reaps whatever of the run is left (``kill(-1, SIGKILL)`` from the pid namespace's init reaches every process of it
 at once; without a pid namespace: the process group, the subreaper's adopted orphans and, as root, every process
 of the run uid), and empties the scratch (contents and the directory's own metadata and inode flags).
@@ -39,19 +40,17 @@ import builtins
 import contextlib
 import errno
 import fcntl
-import gc
 import json
 import marshal
 import os
 import select
 import signal
 import socket
-import stat
 import sys
 import time
 from typing import Any, NamedTuple
 
-from reward_fns.sandbox import harness, isolation, protocol
+from reward_fns.sandbox import harness, isolation, memory, protocol
 from reward_fns.sandbox.scratch import reset_directory
 
 PREIMPORTED_MODULES = (
@@ -77,11 +76,6 @@ _RENEW, _RENEWED, _FAILED = b"n", b"k", b"e"
 _SETUP_FAILED_STATUS = 125
 _HIGH_FD = 100
 _KILL_ROUNDS = 100
-MEMORY_SAMPLE_S = 0.05
-"""How often the server counts the memory a run holds (``run_memory``); less often when counting takes longer than a
-tenth of this (a run with thousands of descriptors), so that the server spends at most a tenth of a core on it, but
-at least every ``MEMORY_SAMPLE_MAX_S``."""
-MEMORY_SAMPLE_MAX_S = 1.0
 _MB = 1 << 20
 
 
@@ -96,6 +90,7 @@ class Server:
         run_uid: int | None,
         pid_counter: tuple[int, int] | None,
         launcher: socket.socket | None,
+        cgroup: memory.RunCgroup | None = None,
     ) -> None:
         self.channel = channel
         self.report = report
@@ -109,7 +104,9 @@ class Server:
         self.pid_counter = pid_counter
         self.launcher = launcher
         """Asks the launcher for a new scratch tmpfs (``_serve_scratch_renewals``); None without a pid namespace."""
-        self.buffers = KernelBuffers(report["network_namespace"], socket_bytes=3 * _default_send_buffer() // 2)
+        self.buffers = memory.kernel_buffers(report["network_namespace"], report["private_proc"])
+        self.cgroup = cgroup
+        """The run cgroup every test child joins, or None: memory counted (``memory.py``)."""
         self.ran = False
         """A run happened since the server started: the next completion needs renewed state."""
         self.reset_scratch()
@@ -139,11 +136,14 @@ class Server:
         if request.get("new_completion", True) and self.ran:
             self._renew_for_a_new_completion()
         self.ran = True
+        limits = request["limits"]
+        if self.cgroup is not None:
+            self.cgroup.set_limit(limits["memory_bytes"], limits["output_bytes"])
         ready_read, ready_write = os.pipe()
         started = time.monotonic()
         pid = self._fork_child(request, files, ready_write)
         os.close(ready_write)
-        waited = self._wait(pid, started, request["timeout_s"], request["limits"]["memory_bytes"])
+        waited = self._wait(pid, started, request["timeout_s"], limits["memory_bytes"], files[1:])
         setup_ok = os.read(ready_read, 1) == SETUP_OK  # read after the exit: one wake-up less per test
         os.close(ready_read)
         wall_s = time.monotonic() - started
@@ -187,17 +187,18 @@ class Server:
                 os.chown(self.run_dir, self.run_uid, self.run_uid)
         if self.pid_counter is not None:
             isolation.randomize_pid_counter(*self.pid_counter)
-        if self.buffers.count_namespace_sockets and namespace_sockets():
+        if self.buffers.count_namespace_sockets and memory.namespace_sockets():
             isolation.new_network_namespace()
 
-    def _wait(self, pid: int, started: float, timeout_s: float, memory_limit: int) -> _Wait:
+    def _wait(self, pid: int, started: float, timeout_s: float, memory_limit: int, outputs: list[int]) -> _Wait:
         """Wait for the child; kill the run when its time is up or it holds more than ``memory_limit`` bytes.
 
         Time is up at ``timeout_s`` of wall-clock time plus the time the program waited for a CPU (a saturated
         machine is not the program's fault), ``isolation.LOAD_STRETCH`` times ``timeout_s`` at the latest.
-        Memory is counted every ``MEMORY_SAMPLE_S`` (``run_memory``): RLIMIT_AS bounds each process, not their
-        sum, nor the kernel buffers they fill. If the grader goes away meanwhile (its end of the socket closes),
-        the run is killed and the server exits: nothing of a run outlives the grader that asked for it.
+        Memory is counted every ``memory.MEMORY_SAMPLE_S`` (``_memory_held``): RLIMIT_AS bounds each process, not
+        their sum, nor the kernel memory they make the kernel hold; a run cgroup's kills at its limit end the run too.
+        If the grader goes away meanwhile (its end of the socket closes), the run is killed and the server exits:
+        nothing of a run outlives the grader that asked for it.
         """
         pidfd = os.pidfd_open(pid)
         grader_fd = self.channel.fileno()
@@ -205,7 +206,7 @@ class Server:
         poller.register(pidfd, select.POLLIN)
         poller.register(grader_fd, select.POLLIN | select.POLLHUP)
         deadline, latest = started + timeout_s, started + timeout_s * isolation.LOAD_STRETCH
-        next_sample = started + MEMORY_SAMPLE_S
+        next_sample = started + memory.MEMORY_SAMPLE_S
         timed_out = memory_exceeded = False
         held = ""
         while not (events := dict(poller.poll(max(0.0, min(next_sample, deadline) - time.monotonic()) * 1000))):
@@ -216,20 +217,32 @@ class Server:
                     timed_out = True
                     break
             if now >= next_sample:
-                memory = run_memory(self.buffers)
-                if memory.total > memory_limit:
-                    memory_exceeded, held = True, memory.describe()
+                held = self._memory_held(memory_limit, outputs)
+                if held:
+                    memory_exceeded = True
                     break
                 spent = time.monotonic() - now
-                next_sample = now + spent + min(MEMORY_SAMPLE_MAX_S, max(MEMORY_SAMPLE_S, 10 * spent))
+                next_sample = now + spent + min(memory.MEMORY_SAMPLE_MAX_S, max(memory.MEMORY_SAMPLE_S, 10 * spent))
         if timed_out or memory_exceeded or grader_fd in events:
             self._kill_run(pid)
-        cpu_wait_s = self._cpu_wait_s(pid) if time.monotonic() - started > MEMORY_SAMPLE_S else 0.0
+        cpu_wait_s = self._cpu_wait_s(pid) if time.monotonic() - started > memory.MEMORY_SAMPLE_S else 0.0
         os.close(pidfd)
         _, status, usage = os.wait4(pid, 0)
         if grader_fd in events and pidfd not in events:
             raise SystemExit("fork server: the grader closed the connection during a run")
+        if self.cgroup is not None and (kills := self.cgroup.new_kills()) and not memory_exceeded:
+            memory_exceeded, held = True, _cgroup_kill(kills)
         return _Wait(timed_out, memory_exceeded, held, status, usage, cpu_wait_s)
+
+    def _memory_held(self, limit: int, outputs: list[int]) -> str:
+        """What the run holds, described, when it is over ``limit``; "" while it is not (``memory.py``)."""
+        if self.cgroup is None:
+            held = memory.run_memory(self.buffers, limit)
+        else:
+            if kills := self.cgroup.new_kills():
+                return _cgroup_kill(kills)
+            held = memory.cgroup_memory(self.cgroup, self.buffers, outputs)
+        return held.describe() if held.total > limit else ""
 
     def _cpu_wait_s(self, pid: int) -> float:
         """Seconds the program's main thread has spent runnable but waiting for a CPU (``/proc/PID/schedstat``,
@@ -274,6 +287,8 @@ class Server:
         """The forked test child: isolate, tell the server set-up worked, run the program, exit. Never returns."""
         status = _SETUP_FAILED_STATUS
         try:
+            if self.cgroup is not None:
+                self.cgroup.join()  # before anything it allocates: the kernel charges the run from here on
             high_fds = [fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in (*fds, ready_write)]
             for target, fd in enumerate(high_fds):
                 os.dup2(fd, target)  # 0 stdin, 1 stdout, 2 stderr, 3 functional result, 4 set-up-done pipe
@@ -325,6 +340,13 @@ class Server:
         return victims
 
 
+def _cgroup_kill(kills: int) -> str:
+    return (
+        f"the kernel killed {kills} process(es) of the run at the limit of its memory cgroup (processes, page tables,"
+        " kernel stacks, pipes and tmpfs counted together)"
+    )
+
+
 class _Wait(NamedTuple):
     timed_out: bool
     memory_exceeded: bool
@@ -332,114 +354,6 @@ class _Wait(NamedTuple):
     status: int
     usage: Any
     cpu_wait_s: float
-
-
-class KernelBuffers(NamedTuple):
-    """What the kernel buffers of a run can hold, per object: the seccomp filter keeps every pipe at its default
-    capacity and every socket a Unix stream socket with the default send buffer (``seccomp.py``)."""
-
-    count_namespace_sockets: bool
-    """The worker has its own network namespace: every Unix socket in it is the run's (``/proc/net/unix`` lists
-    them all, also those only in flight between sockets and connections not yet accepted); without one, the
-    sockets in the run's descriptor tables are counted."""
-    pipe_bytes: int = 16 * os.sysconf("SC_PAGE_SIZE")
-    """A pipe holds at most 16 pages (its default capacity)."""
-    socket_bytes: int = 3 * 212_992 // 2
-    """A Unix stream socket holds at most 1.5 send buffers (the kernel lets the last write pass the buffer by up to
-    half of it): what it sent and its live peer has not read yet, or, once the peer has closed (which frees what
-    this one sent it), what that peer left in this one's queue; the default send buffer is
-    ``net.core.wmem_default`` (212,992 bytes unless set otherwise)."""
-
-
-class MemoryHeld(NamedTuple):
-    total: int
-    processes: int
-    sockets: int
-    pipes: int
-
-    def describe(self) -> str:
-        return (
-            f"the run's processes and kernel buffers together held {self.total / _MB:.0f} MB ({self.processes / _MB:.0f}"
-            f" MB in its processes, {self.sockets} Unix sockets and {self.pipes} pipes at their buffer capacity)"
-        )
-
-
-def run_memory(buffers: KernelBuffers) -> MemoryHeld:
-    """What the processes below this one (in the fork server: the run's) hold together: their proportional set
-    size (a page shared by k processes counts 1/k in each) plus what their pipes and sockets can hold in kernel
-    buffers (``KernelBuffers``), which no rlimit sees. 0 for one process with no pipe or socket (RLIMIT_AS bounds
-    it)."""
-    processes = _descendants()
-    pipes: set[tuple[int, int]] = set()
-    sockets: set[tuple[int, int]] = set()
-    for process in processes:
-        _add_buffer_files(process, pipes, sockets)
-    socket_count = namespace_sockets() if buffers.count_namespace_sockets else len(sockets)
-    in_buffers = len(pipes) * buffers.pipe_bytes + socket_count * buffers.socket_bytes
-    if len(processes) <= 1 and not in_buffers:
-        return MemoryHeld(0, 0, 0, 0)
-    total_kb = 0
-    for process in processes:
-        with contextlib.suppress(OSError, StopIteration):
-            with open(f"/proc/{process}/smaps_rollup") as rollup:
-                total_kb += int(next(line for line in rollup if line.startswith("Pss:")).split()[1])
-    return MemoryHeld(total_kb * 1024 + in_buffers, total_kb * 1024, socket_count, len(pipes))
-
-
-def _add_buffer_files(process: int, pipes: set[tuple[int, int]], sockets: set[tuple[int, int]]) -> None:
-    """Add the pipes (FIFOs too) and sockets open in ``process`` to the sets, as (device, inode). The descriptors'
-    link texts name pipes and sockets; only a path (which could be a FIFO) costs a ``stat``."""
-    directory = f"/proc/{process}/fd"
-    with contextlib.suppress(OSError):
-        for name in os.listdir(directory):
-            with contextlib.suppress(OSError):
-                target = os.readlink(f"{directory}/{name}")
-                if target.startswith("pipe:["):
-                    pipes.add((0, int(target[6:-1])))
-                elif target.startswith("socket:["):
-                    sockets.add((0, int(target[8:-1])))
-                elif target.startswith("/") and not target.startswith(_NOT_FIFOS):
-                    info = os.stat(f"{directory}/{name}")
-                    if stat.S_ISFIFO(info.st_mode):
-                        pipes.add((info.st_dev, info.st_ino))
-
-
-_NOT_FIFOS = ("/memfd:", "/dev/", "/proc/", "/usr/", "/lib", "/etc/")
-"""Link texts of descriptors that cannot be FIFOs in the sandbox (the test's files, devices, the read-only root)."""
-
-
-def _default_send_buffer() -> int:
-    """``net.core.wmem_default``: the send buffer of every socket of a run (the filter refuses changing it)."""
-    try:
-        with open("/proc/sys/net/core/wmem_default") as handle:
-            return int(handle.read())
-    except (OSError, ValueError):
-        return 212_992  # the kernel's default
-
-
-def namespace_sockets() -> int:
-    """How many Unix sockets the network namespace of this process holds."""
-    with open("/proc/net/unix", "rb") as listing:
-        return listing.read().count(b"\n") - 1
-
-
-def _descendants() -> list[int]:
-    """Every process below the server: the run's (the server has no other children; orphans of a run are adopted
-    by the server, init of their pid namespace or the subreaper)."""
-    found, frontier = [], _own_children()
-    while frontier:
-        found += frontier
-        frontier = [child for parent in frontier for child in _children_of(parent)]
-    return found
-
-
-def _children_of(pid: int | str) -> list[int]:
-    children = []
-    with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as handle:
-                children.extend(int(child) for child in handle.read().split())
-    return children
 
 
 def _processes_already_counted(report: dict[str, Any]) -> int:
@@ -458,7 +372,7 @@ def _processes_already_counted(report: dict[str, Any]) -> int:
 
 
 def _own_children() -> list[int]:
-    return _children_of("self")
+    return memory.children_of("self")
 
 
 def _processes_of_uid(uid: int) -> list[int]:
@@ -540,6 +454,8 @@ class Worker(NamedTuple):
     """Descriptor of the worker pid namespace's ``ns_last_pid`` and its ``pid_max``, or None."""
     launcher: socket.socket | None
     """The server's end of the channel to the launcher (``_serve_scratch_renewals``), or None."""
+    cgroup: memory.RunCgroup | None
+    """The run cgroup (made before the namespaces, by the grader's user), or None: memory is counted."""
 
 
 def _enter_sandbox(work_dir: str, grader_fd: int | None) -> Worker:
@@ -554,8 +470,14 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> Worker:
     if as_root:
         with open("/proc/self/uid_map") as uid_map:
             run_uid = isolation.dedicated_uid(os.getpid(), uid_map.read())
+    if "memory_cgroup" in disabled:
+        cgroup, cgroup_error = None, f"disabled by {isolation.DISABLE_ENV}"
+    else:
+        cgroup, cgroup_error = memory.RunCgroup.create(os.environ)
     launcher, server_end = socket.socketpair()  # before the network namespace: none of the run's sockets
     available, errors = isolation.enter_worker_namespaces(disabled)
+    if cgroup is None:
+        errors["memory_cgroup"] = cgroup_error
     if as_root and run_uid is None:
         errors["separate_identity"] = "this user namespace maps too few uids for a dedicated one"
     to_launcher: socket.socket | None = None
@@ -566,7 +488,9 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> Worker:
                 os.close(grader_fd)
             server_end.close()
             _serve_scratch_renewals(launcher, work_dir)
-            _, status = os.waitpid(pid, 0)
+            _, status = os.waitpid(pid, 0)  # the server, init of the worker pid namespace: every run is gone too
+            if cgroup is not None:
+                memory.remove_cgroup(cgroup.path)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         isolation.set_parent_death_signal()
         to_launcher = server_end
@@ -580,7 +504,9 @@ def _enter_sandbox(work_dir: str, grader_fd: int | None) -> Worker:
         errors |= filesystem.errors
         if filesystem.pid_counter is not None:
             pid_counter = (filesystem.pid_counter, filesystem.pid_max)
-    return Worker(_report_fields(as_root, run_uid, available, errors, disabled), run_uid, pid_counter, to_launcher)
+    fields = _report_fields(as_root, run_uid, available, errors, disabled)
+    fields |= {"memory_cgroup": cgroup.path if cgroup else "", "memory_cgroup_version": cgroup.version if cgroup else 0}
+    return Worker(fields, run_uid, pid_counter, to_launcher, cgroup)
 
 
 def _serve_scratch_renewals(channel: socket.socket, work_dir: str) -> None:
@@ -633,7 +559,6 @@ def _report_fields(
         "mount_namespace": available.get("mount_namespace", False),
         "pid_namespace": available.get("pid_namespace", False),
         "private_proc": available.get("private_proc", False),
-        "cgroup_v2": isolation.cgroup_v2_writable(),
         "errors": errors,
     }
     return fields
@@ -669,7 +594,8 @@ def main(argv: list[str] | None = None) -> None:
         return
     run_dir = scratch_directory(arguments["work_dir"], report)
     _use_child_environment(run_dir, report)
-    harness.prepare_fork_server(run_dir)
-    gc.freeze()
+    harness.prepare_fork_server(run_dir)  # freezes the garbage collector on the server's objects
     channel = socket.socket(fileno=arguments["fd"])
-    Server(channel, arguments["work_dir"], report, worker.run_uid, worker.pid_counter, worker.launcher).serve()
+    Server(
+        channel, arguments["work_dir"], report, worker.run_uid, worker.pid_counter, worker.launcher, worker.cgroup
+    ).serve()

@@ -96,15 +96,41 @@ def test_syntax_error_is_compile_error():
     assert score(answer("print(1 +"))["verdict"] == "compile_error"
 
 
+def _functional(test_input: str, output: str = "3", fn_name: object = "add") -> str:
+    return json.dumps(
+        {"tests": [{"input": test_input, "output": output, "testtype": "functional"}], "fn_name": fn_name}
+    )
+
+
 @pytest.mark.parametrize(
     "bad_ground_truth",
-    ["{not json", json.dumps({"tests": []}), json.dumps({"tests": [{"input": "1"}]})],
-    ids=["bad-json", "no-tests", "test-without-output"],
+    [
+        "{not json",
+        json.dumps({"tests": []}),
+        json.dumps({"tests": [{"input": "1"}]}),
+        _functional("[1, 2"),
+        _functional("1\n2", fn_name=5),
+        _functional("1\n2", output="{bad"),
+        '{"tests": ' + "[" * 5_000 + "]" * 5_000 + "}",
+        {"inputs": [["x"]], "outputs": [json.loads("[" * 900 + "]" * 900)], "fn_name": "f"},
+    ],
+    ids=[
+        "bad-json",
+        "no-tests",
+        "test-without-output",
+        "arguments-not-json",
+        "fn-name-not-a-string",
+        "expected-result-not-json",
+        "nested-5000-deep",
+        "parsed-and-nested-900-deep",
+    ],
 )
-def test_bad_ground_truth_is_a_logged_internal_error(bad_ground_truth, caplog):
+def test_bad_ground_truth_is_a_logged_flagged_internal_error(bad_ground_truth, caplog):
+    """Detected before any program runs: never a -1 for the model, never an exception into verl."""
     with caplog.at_level(logging.ERROR, logger="reward_fns.score"):
         result = score(SUM_OK, bad_ground_truth, extra_info={"problem_id": "p-bad", "index": 7})
     assert (result["score"], result["verdict"], result["internal_error"]) == (-1.0, "internal_error", True)
+    assert result["ground_truth_error"] is True and result["total"] == 0
     assert "p-bad" in caplog.text and "internal_error" in caplog.text and "ground truth" in caplog.text
 
 

@@ -91,14 +91,81 @@ def test_closing_think_without_opening_tag_ends_the_reasoning():
 
 
 def test_think_sections_are_removed_as_the_rule_reads_on_random_texts():
-    """Rule 1 against the plain reading of it (a non-greedy ``<think>.*?</think>`` substitution), on texts built
-    from the tags and their fragments."""
+    """Rule 1 against the plain reading of it (a non-greedy ``<think>.*?</think>`` substitution, then everything
+    before the last ``</think>`` dropped), on texts built from the tags and their fragments, without fences."""
     rule = re.compile(r"<think>.*?</think>", re.DOTALL)
-    pieces = ["<think>", "</think>", "<think", "think>", "</", "a", "\n", block("print(1)") + "\n"]
+    pieces = ["<think>", "</think>", "<think", "think>", "</", "a", "\n", "print(1)\n"]
     rng = random.Random(3)
     for _ in range(20_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
-        without = rule.sub("", text)
+        separated = rule.sub("\0", text)
+        without = separated.replace("\0", "")
+        if any(without.count(tag) != separated.count(tag) for tag in ("<think>", "</think>")):
+            continue  # removing a section joined fragments into a new tag: the rule reads the text as written
         if "</think>" in without:
             without = without.rsplit("</think>", 1)[1]
         assert strip_reasoning(text) == (None if "<think>" in without else without), text
+
+
+COUNTING_PROGRAMS = [
+    'print(input().count("<think>"))',
+    's = input()\nprint(s.replace("<think>", "").replace("</think>", ""))',
+]
+"""Programs whose first tag is an opening one: read as code with or without reasoning before them."""
+CLOSING_FIRST_PROGRAMS = ['print(input().count("</think>"))', 'print("</think>" + "<think>")']
+
+
+@pytest.mark.parametrize("program", COUNTING_PROGRAMS + CLOSING_FIRST_PROGRAMS)
+@pytest.mark.parametrize(
+    "reasoning",
+    ["<think>count the tags</think>\n", "the prompt opened the tag\n</think>\n"],
+    ids=["closed section", "closing tag only"],
+)
+def test_think_tags_inside_the_answers_code_are_code(program, reasoning):
+    assert extract_code(f"{reasoning}Here:\n{block(program)}\nIt counts the tags.") == program
+
+
+@pytest.mark.parametrize("program", COUNTING_PROGRAMS)
+def test_think_tags_in_code_without_any_reasoning(program):
+    assert extract_code(f"Here:\n{block(program)}") == program
+
+
+def test_a_closing_tag_first_is_the_end_of_reasoning_even_in_code():
+    """Rule 1 decides before fences are read: with no reasoning at all, a program whose first tag is ``</think>``
+    loses what comes before it (a template that opened ``<think>`` in the prompt looks the same)."""
+    assert extract_code(f"Here:\n{block(CLOSING_FIRST_PROGRAMS[0])}") is None
+
+
+def test_a_draft_cut_off_inside_reasoning_does_not_swallow_the_answer():
+    text = "the prompt opened the tag\n```python\ndef draft(\n</think>\n" + block("print(1)")
+    assert extract_code(text) == "print(1)"
+    assert extract_code("<think>\n```python\ndef draft(\n</think>\n" + block("print(1)")) == "print(1)"
+
+
+def test_tags_outside_the_answers_fences_keep_their_meaning():
+    program = 'print("<think>")'
+    assert extract_code(f"{block(program)}\n<think>second thoughts") is None
+    assert extract_code(f"{block('print(0)')}\n</think>\n{block(program)}") == program
+    assert extract_code(f"{block(program)}\n</think>\nno code after the reasoning") is None
+
+
+def test_tags_in_code_are_kept_on_random_answers():
+    """Answers built from prose (with closed reasoning sections) and python blocks whose bodies hold random tag
+    fragments, after reasoning of each kind (none only when the answer's first tag opens a section): the program
+    is the last block's body, verbatim."""
+    fragments = ["<think>", "</think>", "<think", "think>", "x = 1", "#", "'", "\n"]
+    prose = ["Here it is.", "<think>hmm</think>", "<think>a\nb</think>ok", "text\n"]
+    reasoning = ["<think>r</think>\n", "r\n</think>\n", "<think>draft:\n```python\nprint(0)\n</think>\n", ""]
+    rng = random.Random(5)
+    for _ in range(5_000):
+        parts, last = [], None
+        for _ in range(rng.randint(1, 4)):
+            if rng.random() < 0.5:
+                parts.append(rng.choice(prose) + "\n")
+            else:
+                last = "".join(rng.choice(fragments) for _ in range(rng.randint(1, 8))) + "\nprint(1)"
+                parts.append(block(last) + "\n")
+        answer = "".join(parts)
+        first_tag = re.search("</?think>", answer)
+        prefix = rng.choice(reasoning[:-1] if first_tag and first_tag.group() == "</think>" else reasoning)
+        assert extract_code(prefix + answer) == last, prefix + answer

@@ -103,7 +103,50 @@ def test_output_has_one_line_per_completion_in_order_with_passed_through_keys(pr
     assert f"{problems_file}:6: duplicate problem_id 'sum'" in stderr
     assert f"{completions}:6: unknown problem_id 'nope'" in stderr
     assert f"{completions}:8: not valid JSON" in stderr
-    assert f'{completions}:9: a completion needs "problem_id" and "completion"' in stderr
+    assert f'{completions}:9: a completion needs "problem_id"' in stderr
+
+
+DEEP = "[" * 5_000 + "]" * 5_000
+MALFORMED_PROBLEMS = {
+    "deep": json.dumps({"tests": [{"input": "", "output": "x"}], "fn_name": "f"})[:-1] + ', "extra": ' + DEEP + "}",
+    "args_not_json": {"tests": [{"input": "[1, 2", "output": "3", "testtype": "functional"}], "fn_name": "add"},
+    "fn_name_not_a_string": {"tests": [{"input": "1\n2", "output": "3", "testtype": "functional"}], "fn_name": 5},
+    "expected_nan": {"tests": [{"input": "1", "output": "NaN", "testtype": "functional"}], "fn_name": "f"},
+}
+"""Ground truths of the kinds that were graded -1 or crashed the CLI: each must be internal_error, flagged."""
+
+
+def test_whatever_the_input_holds_every_completion_gets_one_line(problems_file, tmp_path, capsys):
+    problems = tmp_path / "more_problems.jsonl"
+    problems.write_bytes(
+        problems_file.read_bytes()
+        + "".join(
+            json.dumps({"problem_id": name, "ground_truth": truth}) + "\n" for name, truth in MALFORMED_PROBLEMS.items()
+        ).encode()
+        + b'{"problem_id": "latin1", "ground_truth": "caf\xe9"}\n'
+        + (DEEP + "\n").encode()
+    )
+    completions = tmp_path / "completions.jsonl"
+    lines = [json.dumps({"problem_id": name, "completion": SUM_OK}) for name in MALFORMED_PROBLEMS]
+    lines += [
+        DEEP,
+        '{"problem_id": "sum", "completion": "x", "big": ' + "9" * 5_000 + "}",
+        json.dumps({"problem_id": ["sum"], "completion": SUM_OK}),
+        json.dumps({"problem_id": "sum", "completion": SUM_OK, "deep": json.loads("[" * 900 + "]" * 900)}),
+    ]
+    completions.write_bytes("\n".join(lines).encode() + b'\n{"problem_id": "sum", "completion": "\xff"}\n')
+    out = tmp_path / "graded.jsonl"
+    assert run_cli(problems, completions, out, "--workers", "1") == 0
+    rows = read_out(out)
+    assert len(rows) == len(lines) + 1
+    assert [row["verdict"] for row in rows] == ["internal_error"] * 7 + ["accepted", "internal_error"], rows
+    assert [row["ground_truth_error"] for row in rows[:4]] == [True] * 4
+    assert "nested deeper than" in rows[0]["detail"] and "not JSON" in rows[1]["detail"]
+    assert "identifier" in rows[2]["detail"] and "NaN" in rows[3]["detail"]
+    stderr = capsys.readouterr().err
+    assert f"{problems}:11: not UTF-8 text" in stderr and f"{problems}:12: not readable JSON" in stderr
+    assert f"{completions}:5: not readable JSON" in stderr and f"{completions}:6: not readable JSON" in stderr
+    assert f"{completions}:9: not UTF-8 text" in stderr
 
 
 def test_many_completions_stay_in_input_order(problems_file, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -15,6 +16,7 @@ from reward_fns.sandbox import GraderPool, IsolationUnavailableError, forkserver
 from reward_fns.sandbox.forkserver import ForkServer
 from reward_fns.sandbox.grading import compile_program, run_limits
 from reward_fns.sandbox.isolation import DEDICATED_UID_BASE, DISABLE_ENV, dedicated_uid
+from reward_fns.sandbox.memory import CGROUP_ENV, RunCgroup, cgroup_candidates
 from reward_fns.sandbox.report import MECHANISMS
 from reward_fns.types import GraderConfig, Problem, Verdict
 from reward_fns.types import TestCase as Case
@@ -23,14 +25,55 @@ from reward_fns.types import TestCase as Case
 def test_probe_matches_a_real_server_and_names_every_mechanism():
     report = probe_isolation()
     server = ForkServer()
-    try:
-        assert server.report == report
+    try:  # each made a run cgroup of its own, or neither could
+        assert dataclasses.replace(server.report, memory_cgroup="") == dataclasses.replace(report, memory_cgroup="")
     finally:
         server.close()
     summary = report.summary()
     for name in MECHANISMS:
         assert name in summary
     assert report.complete, summary  # this host (root, namespaces allowed) provides every required mechanism
+    assert "memory accounting" in summary and (report.memory_cgroup in summary or "must provide" in summary)
+    for cgroup in (report.memory_cgroup, server.report.memory_cgroup):
+        assert not cgroup or not os.path.exists(cgroup)  # removed with the probe and the server
+
+
+MOUNTS_V2 = "30 23 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+MOUNTS_HYBRID = (
+    "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("mounts", "own", "expected"),
+    [
+        (
+            MOUNTS_V2,
+            "0::/user.slice/user-1000.slice/session-3.scope\n",
+            [
+                (2, "/sys/fs/cgroup/user.slice/user-1000.slice/session-3.scope"),
+                (2, "/sys/fs/cgroup/user.slice/user-1000.slice"),
+                (2, "/sys/fs/cgroup/user.slice"),
+                (2, "/sys/fs/cgroup"),
+            ],
+        ),
+        (MOUNTS_V2, "0::/\n", [(2, "/sys/fs/cgroup")]),  # a container with its own cgroup namespace
+        (MOUNTS_V2.replace(" / /sys", " /docker/abc /sys"), "0::/docker/abc\n", [(2, "/sys/fs/cgroup")]),
+        (MOUNTS_V2.replace(" / /sys", " /docker/abc /sys"), "0::/elsewhere\n", []),
+        (
+            MOUNTS_HYBRID,
+            "4:memory:/process_api/c75d\n8:pids:/\n0::/\n",
+            [(2, "/sys/fs/cgroup/unified"), (1, "/sys/fs/cgroup/memory/process_api/c75d")],
+        ),
+    ],
+    ids=["v2 host", "v2 container", "v2 bind-mounted subtree", "own cgroup outside the mount", "v1 memory + v2"],
+)
+def test_run_cgroup_directories_are_found_from_the_mounts_and_the_own_cgroup(mounts, own, expected):
+    """Formats: proc(5) ``/proc/PID/mountinfo`` (root and mount point, then the file system type and super options
+    after ``-``) and ``/proc/PID/cgroup`` (``hierarchy:controllers:path``, ``0::path`` for cgroup v2)."""
+    assert cgroup_candidates(mounts, own) == expected
 
 
 def test_strict_isolation_refuses_a_host_without_namespaces(monkeypatch):
@@ -103,3 +146,10 @@ def test_a_misspelt_mechanism_to_disable_is_an_error_naming_the_valid_ones(monke
     monkeypatch.setenv(DISABLE_ENV, "namespaces,bogus")
     with pytest.raises(ValueError, match=r"unknown mechanism\(s\) \['bogus'\]; valid: .*'seccomp'"):
         GraderPool(workers=1, config=GraderConfig(isolation="strict"))
+
+
+def test_a_cgroup_directory_named_that_is_none_is_refused_with_the_reason(tmp_path):
+    """``NOUSCODER_SANDBOX_CGROUP`` naming a plain directory: no run cgroup, and the start-up report says why."""
+    cgroup, reason = RunCgroup.create({CGROUP_ENV: str(tmp_path)})
+    assert cgroup is None and f"{tmp_path}: not a cgroup v1 memory hierarchy" in reason
+    assert os.listdir(tmp_path) == []

@@ -133,8 +133,16 @@ def test_group_of_rollouts_ships_the_problem_once_per_worker():
 
 
 def test_a_bad_ground_truth_is_an_internal_error_not_a_worker_failure():
-    (result,) = grade_all([(ECHO, "{broken")], pool_name="bad_truth")
-    assert (result["verdict"], result["internal_error"], result["regraded"]) == ("internal_error", True, False)
+    """Text the worker cannot parse, and a parsed ground truth the client cannot even ship (nested past JSON's
+    recursion limit): both flagged, neither raises into verl."""
+    deep: object = []
+    for _ in range(5_000):
+        deep = [deep]
+    bad_arguments = {"tests": [{"input": "[1,", "output": "1", "testtype": "functional"}], "fn_name": "f"}
+    results = grade_all([(ECHO, "{broken"), (ECHO, {"tests": deep}), (ECHO, bad_arguments)], pool_name="bad_truth")
+    for result in results:
+        assert (result["verdict"], result["internal_error"], result["regraded"]) == ("internal_error", True, False)
+        assert result["ground_truth_error"] is True
 
 
 def test_completion_over_its_total_budget_gets_time_limit():

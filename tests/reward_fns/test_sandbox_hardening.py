@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from reward_fns.sandbox.isolation import DEVICE_LINKS, DEVICES, SCRATCH_SIZE
+from reward_fns.sandbox.seccomp import syscall_number
 
 pytestmark = pytest.mark.integration  # whole graders in subprocesses
 
@@ -288,11 +289,17 @@ print({
 @pytest.mark.parametrize("mode", MODES)
 def test_kernel_buffers_past_the_limit_are_memory_limit(mode, run_grader_as):
     """Pipes and sockets hold memory no rlimit sees: the filter keeps their buffers at the default size and the
-    server counts each at that capacity."""
+    server counts each at that capacity (sockets also with a memory cgroup, which does not charge them)."""
     runs = [{"code": code, "tests": [("", "held")]} for code in KERNEL_BUFFERS.values()]
     runs.append({"code": BUFFER_LIMITS, "tests": [("", "")], "raw": True})
     observed = run_grader_as(mode, [*runs, _run(*PROBE)], config={"memory_limit_mb": 256, "time_limit_s": 20.0})
+    charged = bool(json.loads(observed["report"])["memory_cgroup"])
     for name, result in zip(KERNEL_BUFFERS, observed["results"], strict=False):
+        if name == "pipe buffers" and charged:
+            # a memory cgroup charges pipes as they fill, and a plain uid's pipes past fs.pipe-user-pages-soft
+            # (64 MB) get one page: this run never holds the limit, and is graded on its output (31 lines)
+            assert result["verdict"] == "wrong_answer", (name, result)
+            continue
         assert result["verdict"] == "memory_limit", (name, result)
         assert "buffer capacity" in result["detail"], (name, result)
     assert eval(observed["results"][2]["stdout"]) == {
@@ -503,3 +510,174 @@ def test_the_syscall_filter_holds_on_a_node_without_namespaces(mode, run_grader_
     refused = eval(observed["results"][0]["stdout"])
     assert refused == {"keyctl": 1, "add_key": 1, "shmget": 12, "ptrace": 1, "unshare_user": 1, "memfd_create": 12}
     assert observed["keys_after"] == observed["keys_before"] and observed["grader_key_after"] == secret
+
+
+# ---- 8. nothing a run does reaches the fork server: its limits, priority, scheduling, memory placement ----
+
+REACH_THE_SERVER = r"""
+import ctypes, errno, json, os, resource, struct
+libc = ctypes.CDLL(None, use_errno=True)
+NR = NUMBERS
+def refused(action):
+    try:
+        result = action()
+        if isinstance(result, int) and result < 0:
+            return errno.errorcode[ctypes.get_errno()]
+        return "allowed"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, exc.errno)
+def call(name, *args):
+    return lambda: libc.syscall(NR[name], *args)
+attr = ctypes.create_string_buffer(struct.pack("<IIQiIQQQII", 56, 5, 0, 0, 0, 0, 0, 0, 0, 0))  # SCHED_IDLE
+nodes = ctypes.c_ulong(1)
+results = {
+    f"prlimit(1, {name})": refused(lambda: resource.prlimit(1, getattr(resource, name), (4, 4)))
+    for name in ("RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_STACK")
+}
+results |= {
+    "setpriority(PROCESS, 1)": refused(lambda: os.setpriority(os.PRIO_PROCESS, 1, 19)),
+    "setpriority(USER, 0)": refused(lambda: os.setpriority(os.PRIO_USER, 0, 19)),
+    "sched_setaffinity(1)": refused(lambda: os.sched_setaffinity(1, {0})),
+    "sched_setscheduler(1)": refused(lambda: os.sched_setscheduler(1, os.SCHED_IDLE, os.sched_param(0))),
+    "sched_setparam(1)": refused(lambda: os.sched_setparam(1, os.sched_param(0))),
+    "sched_setattr(1)": refused(call("sched_setattr", 1, attr, 0)),
+    "ioprio_set(PROCESS, 1)": refused(call("ioprio_set", 1, 1, 3 << 13)),
+    "ioprio_set(USER, 0)": refused(call("ioprio_set", 3, 0, 3 << 13)),
+    "migrate_pages(1)": refused(call("migrate_pages", 1, 64, ctypes.byref(nodes), ctypes.byref(nodes))),
+    "move_pages(1)": refused(call("move_pages", 1, 0, None, None, None, 0)),
+    "process_madvise": refused(call("process_madvise", 0, None, 0, 0, 0)),
+    "inotify_init1": refused(lambda: libc.inotify_init1(0)),
+}
+for root, _, files in os.walk("/proc/1"):
+    for name in files:
+        try:
+            with open(os.path.join(root, name), "w") as handle:
+                handle.write("0")
+            results[os.path.join(root, name)] = "written"
+        except OSError:
+            pass
+# on itself, as programs do
+resource.setrlimit(resource.RLIMIT_STACK, resource.getrlimit(resource.RLIMIT_STACK))
+os.nice(1)
+os.sched_setaffinity(0, os.sched_getaffinity(0))
+print(json.dumps(results))
+"""
+
+SERVER_STATE = r"""
+stat = open("/proc/1/stat").read().rsplit(")", 1)[1].split()
+status = [line for line in open("/proc/1/status") if line.startswith("Cpus_allowed_list")]
+print(open("/proc/1/limits").read(), "nice", stat[16], "policy", stat[38], status)
+"""
+
+NEEDS_THE_SERVERS_LIMITS = [
+    ("def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\nprint(depth(40000))\n", [("", "40000")]),
+    (
+        "files = [open('/dev/null') for _ in range(400)]\nimport sys\nsys.stdout.write('x' * (1 << 20))\n",
+        [("", "x" * (1 << 20))],
+    ),
+]
+"""Correct programs a lowered stack, file or output limit of the server (inherited by every test) would fail."""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_run_cannot_change_the_fork_server(mode, run_grader_as):
+    """Plain user: the program has the server's uid (pid 1 of its namespace). Every call that acts on another process
+    is refused (EPERM) and the server's limits, nice value, scheduling policy and CPUs are as before."""
+    called = ("sched_setattr", "ioprio_set", "migrate_pages", "move_pages", "process_madvise")
+    numbers = {name: syscall_number(name) for name in called}
+    hostile = REACH_THE_SERVER.replace("NUMBERS", repr(numbers))
+    runs = [
+        _run(SERVER_STATE, [("", "")], raw=True),
+        _run(hostile, [("", "")], raw=True),
+        _run(SERVER_STATE, [("", "")], raw=True),
+        *(_run(code, tests) for code, tests in NEEDS_THE_SERVERS_LIMITS),
+    ]
+    observed = run_grader_as(mode, runs, config={"time_limit_s": 10.0})
+    before, attempt, after, *later = observed["results"]
+    results = json.loads(attempt["stdout"])
+    assert results == {name: "EPERM" for name in results} and len(results) == 15, results
+    assert after["stdout"] == before["stdout"] and "Max open files" in before["stdout"]
+    assert [result["verdict"] for result in later] == ["accepted"] * len(NEEDS_THE_SERVERS_LIMITS), later
+
+
+# ---- 9. kernel memory no rlimit sees: page tables, mappings, epoll watches ----
+
+KERNEL_MEMORY = {
+    "page tables": r"""
+import ctypes, os, time
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+parent = os.getpid()
+for _ in range(2):
+    if os.fork() == 0:
+        break
+base = (1 << 40) + (os.getpid() % 64) * (1 << 40)
+for i in range(65_000):  # one page per gigabyte, read: 8 KB of page tables for 4 KB of address space
+    address = libc.mmap(base + i * (1 << 30), 4096, 1, 0x22 | 0x100000, -1, 0)
+    if address in (None, ctypes.c_void_p(-1).value):
+        break
+    ctypes.c_char.from_address(address).value
+time.sleep(3)
+if os.getpid() == parent:
+    print("held", flush=True)
+""",
+    "mappings": r"""
+import ctypes, os, time
+libc = ctypes.CDLL(None)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+parent = os.getpid()
+for _ in range(31):
+    if os.fork() == 0:
+        break
+base = libc.mmap(None, 20_000 * 4096, 0, 0x22 | 0x4000, -1, 0)
+for page in range(0, 20_000, 2):  # 20,000 mappings no page backs: every other untouched page readable
+    libc.mprotect(base + page * 4096, 4096, 1)
+time.sleep(3)
+if os.getpid() == parent:
+    print("held", flush=True)
+""",
+    "epoll watches": r"""
+import os, select, time
+parent = os.getpid()
+for _ in range(11):
+    if os.fork() == 0:
+        break
+targets = [os.eventfd(0) for _ in range(300)]
+pollers = []
+for _ in range(200):
+    pollers.append(select.epoll())
+    for fd in targets:
+        pollers[-1].register(fd, select.EPOLLIN)
+time.sleep(10)
+if os.getpid() == parent:
+    print("held", flush=True)
+""",
+}
+"""Each makes the kernel hold far more than a 128 MB limit for it while its processes' own memory stays small (the
+page tables of 3 processes: ~1 GB, and accepted before), then prints ``held``."""
+
+
+@pytest.mark.parametrize(
+    ("mode", "disable"),
+    [("root", ""), ("root", "memory_cgroup"), ("user", "")],
+    ids=["root, memory cgroup where the node gives one", "root, counted", "user, counted unless delegated"],
+)
+def test_kernel_memory_past_the_limit_is_memory_limit(mode, disable, run_grader_as):
+    """What the kernel holds for a run counts toward its memory limit, charged by the run's memory cgroup or counted
+    by the server; the server then grades the next program as usual."""
+    runs = [_run(code, [("", "held")]) for code in KERNEL_MEMORY.values()]
+    env = {"NOUSCODER_SANDBOX_DISABLE": disable} if disable else {}
+    observed = run_grader_as(
+        mode, [*runs, _run(*PROBE)], env=env, config={"memory_limit_mb": 128, "time_limit_s": 30.0}
+    )
+    report = json.loads(observed["report"])
+    if disable:
+        assert not report["memory_cgroup"] and "disabled" in report["errors"]["memory_cgroup"], report
+    else:  # the start-up report says which accounting is in force, or why the cgroup is not
+        assert bool(report["memory_cgroup"]) != bool(report["errors"].get("memory_cgroup")), report
+    for name, result in zip(KERNEL_MEMORY, observed["results"], strict=False):
+        assert result["verdict"] == "memory_limit", (name, report["memory_cgroup"], result)
+    assert observed["results"][-1]["verdict"] == "accepted"

@@ -12,6 +12,9 @@ Root: in-process fork servers; plain user: one grader subprocess (``run_grader_a
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from reward_fns.sandbox.harness import LCB_PRELUDE_MODULES, LCB_RECURSION_LIMIT, lcb_prelude_names
@@ -161,3 +164,85 @@ def test_environment_flush_and_exit_status_as_on_a_judge_as_a_plain_user(run_gra
     observed = run_grader_as("user", runs)
     verdicts = [result["verdict"] for result in observed["results"]]
     assert verdicts == expected, observed["results"]
+
+
+CPYTHON_PARITY = {
+    "a buffered writer of its own on fd 1, never flushed": (
+        "import io\nout = io.TextIOWrapper(open(1, 'wb'))\nout.write(input() + '!\\n')\n",
+        "answer\n",
+    ),
+    "os.fdopen(1) kept in a global": ("import os\nw = os.fdopen(1, 'w')\nw.write('x' * 3)\n", ""),
+    "its own writer as sys.stdout": (
+        "import io, sys\nsys.stdout = io.TextIOWrapper(open(1, 'wb', buffering=1 << 16))\nprint(sum(range(10)))\n",
+        "",
+    ),
+    "__del__, a generator's finally and atexit at shutdown, in CPython's order": (
+        "import atexit\n"
+        "class Last:\n    def __del__(self):\n        print('del', self.name)\n"
+        "def steps():\n    try:\n        yield 1\n        yield 2\n    finally:\n        print('finally')\n"
+        "a = Last()\na.name = 'a'\ncycle = Last()\ncycle.name = 'cycle'\ncycle.me = cycle\n"
+        "gen = steps()\nnext(gen)\natexit.register(print, 'atexit')\nprint('main')\n",
+        "",
+    ),
+    "a script without functions: its file object flushed when the module goes": (
+        "import sys\nf = open(sys.stdout.fileno(), 'w', closefd=False)\nf.write('no function here')\n",
+        "",
+    ),
+    "stdout closed before the exit: status 120": ("import os\nprint('lost')\nos.close(1)\n", ""),
+    "sys.exit with a message": ("import sys\nprint('x')\nsys.exit('bad input')\n", ""),
+    "builtins.input replaced (fast input)": (
+        "import builtins, sys\ntokens = iter(sys.stdin.read().split())\nbuiltins.input = lambda: next(tokens)\n"
+        "print(int(input()) + int(input()))\n",
+        "1\n2\n",
+    ),
+    "builtins.print replaced": (
+        "import builtins, sys\nbuiltins.print = lambda *args, **kw: sys.stdout.write('|'.join(map(str, args)) + '\\n')\n"
+        "print(1, 2, 3)\n",
+        "",
+    ),
+    "stdin lines: a lone CR does not end a line, CRLF stays": (
+        "import sys\nprint([line for line in sys.stdin])\n",
+        "a\rb\r\nc\n\rd",
+    ),
+    "input() and readline() on CRLF": (
+        "import sys\nfirst = input()\nprint(repr(first), repr(sys.stdin.readline()), repr(sys.stdin.read()))\n",
+        "1 2\r\n3\r\r\n4",
+    ),
+    "the standard streams as CPython makes them": (
+        "import sys\nfor s in (sys.stdin, sys.stdout, sys.stderr):\n"
+        "    print(s.name, s.encoding, s.errors, s.line_buffering, type(s.buffer).__name__, s.buffer.raw.name)\n",
+        "",
+    ),
+}
+"""Programs whose exit path or standard streams a harness can get wrong: the reference is ``python3 solution.py`` itself
+(stdout byte for byte and the exit status), run here in the child's environment."""
+
+
+def _python3(code: str, stdin: str, tmp_path) -> tuple[str, int]:
+    script = tmp_path / "solution.py"
+    script.write_text(code)
+    completed = subprocess.run(
+        [sys.executable, "-S", "solution.py"],
+        input=stdin.encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"},
+        timeout=30,
+        check=False,
+    )
+    return completed.stdout.decode(), completed.returncode
+
+
+@pytest.mark.parametrize("name", sorted(CPYTHON_PARITY))
+def test_exit_path_and_standard_streams_as_python3_as_root(name, run_raw, tmp_path):
+    code, stdin = CPYTHON_PARITY[name]
+    outcome, stdout, _ = run_raw(code, stdin)
+    assert (stdout, outcome.exit_code) == _python3(code, stdin, tmp_path)
+
+
+@pytest.mark.integration  # one grader subprocess as a plain user: ~1 s
+def test_exit_path_and_standard_streams_as_python3_as_a_plain_user(run_grader_as, tmp_path):
+    runs = [{"code": code, "tests": [(stdin, "")], "raw": True} for code, stdin in CPYTHON_PARITY.values()]
+    observed = run_grader_as("user", runs)
+    for (code, stdin), result in zip(CPYTHON_PARITY.values(), observed["results"], strict=True):
+        assert (result["stdout"], result["exit_code"]) == _python3(code, stdin, tmp_path), code
