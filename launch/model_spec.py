@@ -184,7 +184,12 @@ def add_model_arguments(parser: argparse.ArgumentParser, model_flag: str = "--mo
 
 
 def model_from_args(args: argparse.Namespace, first_stage: Any) -> ModelSpec:
-    """The chain's model: --model, else the first stage config's `actor_rollout_ref.model.path`."""
-    return resolve_model(
-        args.model or str(first_stage.actor_rollout_ref.model.path), args.model_config, args.native_context
-    )
+    """The chain's model: --model, else the directory of --model-config, else the first stage config's
+    `actor_rollout_ref.model.path`."""
+    if args.model:
+        name = args.model
+    elif args.model_config is not None:
+        name = args.model_config.expanduser().resolve().parent.name
+    else:
+        name = str(first_stage.actor_rollout_ref.model.path)
+    return resolve_model(name, args.model_config, args.native_context)

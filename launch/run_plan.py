@@ -437,10 +437,11 @@ def configured_plan(chain: Chain, fitted: dict[str, DictConfig], basis: Basis, g
         count = int(trainer.get("total_training_steps") or 0)
         if not count:
             raise ValueError(f"{name} has no trainer.total_training_steps: plan it for a budget (--budget-gpu-hours)")
-        cadence = {"save_freq": int(trainer.save_freq), "test_freq": int(trainer.test_freq)}
-        costs.append(replace(stage_cost(name, fitted[name], basis), **cadence))
+        cost = stage_cost(name, fitted[name], basis)
+        costs.append(replace(cost, save_freq=int(trainer.save_freq), test_freq=int(trainer.test_freq)))
         steps.append(count)
-    fixed = fixed_costs(basis, gpus, *chain_parts(chain, fitted), 0, train_problems)
+    rescore, final_eval, offline_filter = chain_parts(chain, fitted)
+    fixed = fixed_costs(basis, gpus, rescore, final_eval, offline_filter, 0, train_problems)
     result = Plan(0.0, gpus, basis, tuple(costs), tuple(steps), fixed)
     return replace(result, budget_gpu_hours=result.total_gpu_hours)
 
@@ -498,7 +499,9 @@ def plan_chain(
     )
 
 
-def chain_parts(chain: Chain, fitted: dict[str, DictConfig]) -> tuple[DictConfig | None, ...]:
+def chain_parts(
+    chain: Chain, fitted: dict[str, DictConfig]
+) -> tuple[DictConfig | None, DictConfig | None, DictConfig | None]:
     """The re-scoring, final evaluation and stage 0 configs of the chain (None where it has none)."""
     rescore = fitted[next(iter(chain.rescore.values()))] if chain.rescore else None
     final_eval = fitted[chain.eval_config] if chain.eval_config else None

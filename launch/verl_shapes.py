@@ -6,6 +6,7 @@ per update U = sample_batch x n, with sample_batch = data.train_batch_size / par
 ppo_mini_batch_size x n (`trainer_base.py:1830`); the trainer's data-parallel size D = trainer GPUs / Ulysses size
 (`workers/engine/fsdp/transformer_impl.py:652`).
 
+    python launch/verl_shapes.py --rules          # the rules and the lines of verl that enforce them
     python launch/verl_shapes.py --table          # the table of every training experiment at its own allocation
 """
 
@@ -138,7 +139,7 @@ def mini_batch_by_data_parallel(shape: Shape, model: ModelSpec | None) -> str | 
     fixes = [f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={size}" for size in fitting_ulysses(shape, model)]
     if not shape.separate_async:
         now = shape.trainer_gpus // shape.gpus_per_node
-        nodes = sorted(fitting_nodes(shape), key=lambda n: (abs(n - now), -n))[:3]
+        nodes = sorted(fitting_nodes(shape), key=lambda n: (abs(n - now), n))[:3]
         fixes += [f"sbatch --nodes={n}" for n in nodes]
     return (
         f"the mini-batch of {shape.mini_batch} x {shape.group} = {shape.mini_sequences:,} sequences does not divide by "
@@ -309,7 +310,7 @@ RULES = (
     ),
     Rule(
         "rollout TP by attention heads",
-        "vLLM's model config (tensor parallelism splits the heads)",
+        "vLLM's own check (tensor parallelism splits the heads)",
         vllm_tensor_parallel_heads,
         training_only=False,
     ),
@@ -328,7 +329,8 @@ class Violation:
     message: str
 
     def describe(self, name: str) -> str:
-        return f"{name}: {self.message} ({VERL} {self.rule.source}, {self.rule.name})"
+        where = f"{VERL} {self.rule.source}" if ":" in self.rule.source else self.rule.source
+        return f"{name}: {self.message} ({where}, {self.rule.name})"
 
 
 def violations(config: DictConfig, name: str, model: ModelSpec | None) -> list[Violation]:
@@ -370,8 +372,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rules", action="store_true", help="print the rules and the lines of verl enforcing them")
     args = parser.parse_args(argv)
     if args.rules or not args.table:
+        print(f"| rule | where {VERL} enforces it |\n|---|---|")
         for rule in RULES:
-            print(f"- {rule.name}: {VERL} {rule.source}")
+            print(f"| {rule.name} | {rule.source} |")
     if args.table:
         print(TABLE_HEADER)
         for name in training_experiments():
