@@ -24,8 +24,11 @@ set -euo pipefail
 : "${EVAL_DATA:=${SLURM_SUBMIT_DIR:-$PWD}/data/deepcoder_mix_lcb_v5/test.parquet}"
 # (choice) 2 x ~300k KV tokens per replica / 40,636 mean tokens ~ 25 sequences of DeepSeek-R1-Distill-Qwen-14B at
 # 81,920 tokens (192 KiB of KV per token; launch/run_plan.py's max_num_seqs warning).
-: "${STAGE_OVERRIDES_eval_lcb_80k=actor_rollout_ref.rollout.max_num_seqs=24}"
-export STAGES RUN_NAME RESCORE OFFLINE_FILTER EVAL_CONFIG EVAL_DATA STAGE_OVERRIDES_eval_lcb_80k
+if [[ "${RUN_EVAL:-1}" == 1 && "$EVAL_CONFIG" == eval_lcb_80k ]]; then
+  : "${STAGE_OVERRIDES_eval_lcb_80k=actor_rollout_ref.rollout.max_num_seqs=24}"
+  export STAGE_OVERRIDES_eval_lcb_80k
+fi
+export STAGES RUN_NAME RESCORE OFFLINE_FILTER EVAL_CONFIG EVAL_DATA
 # sbatch runs a copy of this file from Slurm's spool directory: find launch/ through the job record then.
 if [[ -z "${LAUNCH_DIR:-}" ]]; then
   LAUNCH_DIR=$(dirname "${BASH_SOURCE[0]}")

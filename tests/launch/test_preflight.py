@@ -29,6 +29,9 @@ NOUSCODER = [
     "offline_filter",
 ]
 
+# launch/run_deepcoder_16k_to_32k.sh's chain, on --nodes N
+DEEPCODER = ["--gpus-per-node", "8", "--stages", "deepcoder_16k deepcoder_32k", "--eval-config", "eval_lcb_80k"]
+
 
 def run(tmp_path, capsys, *argv: str, status: int | None = None) -> tuple[dict[tuple[str, str], str], str]:
     """preflight.main with the job's files under tmp_path (a tiny checkpoint, so that the disk fits anywhere)."""
@@ -104,17 +107,7 @@ def test_a_plan_that_cannot_fit_names_each_role_over_its_memory_and_the_knobs(tm
 
 
 def test_deepcoder_on_six_nodes_is_refused_naming_the_rule_and_what_fits(tmp_path, capsys):
-    args = [
-        "--nodes",
-        "6",
-        "--gpus-per-node",
-        "8",
-        "--stages",
-        "deepcoder_16k deepcoder_32k",
-        "--eval-config",
-        "eval_lcb_80k",
-    ]
-    _, err = run(tmp_path, capsys, *args, status=2)
+    _, err = run(tmp_path, capsys, "--nodes", "6", *DEEPCODER, status=2)
     assert (
         "preflight: ERROR: deepcoder_16k: the mini-batch of 64 x 16 = 1,024 sequences does not divide by the 12 "
         "data-parallel ranks (48 trainer GPUs / Ulysses 4): remainder 4. Fits: sbatch --nodes=4" in err
@@ -124,19 +117,8 @@ def test_deepcoder_on_six_nodes_is_refused_naming_the_rule_and_what_fits(tmp_pat
 
 def test_deepcoder_on_four_nodes_runs_its_evaluation_without_yarn_and_its_second_stage_needs_no_path(tmp_path, capsys):
     """DeepSeek-R1-Distill-Qwen-14B has 131,072 positions: eval_lcb_80k's YaRN (written for Qwen3) is removed."""
-    args = [
-        "--nodes",
-        "4",
-        "--gpus-per-node",
-        "8",
-        "--stages",
-        "deepcoder_16k deepcoder_32k",
-        "--eval-config",
-        "eval_lcb_80k",
-    ]
-    out, err = run(
-        tmp_path, capsys, *args, "--config-overrides", "eval_lcb_80k=actor_rollout_ref.rollout.max_num_seqs=24"
-    )
+    wrapper = ["--config-overrides", "eval_lcb_80k=actor_rollout_ref.rollout.max_num_seqs=24"]
+    out, err = run(tmp_path, capsys, "--nodes", "4", *DEEPCODER, *wrapper)
     removed = [f"~actor_rollout_ref.model.override_config.{key}" for key in ("max_position_embeddings", "rope_scaling")]
     for override in removed:
         assert override in out[("overrides", "eval_lcb_80k")].split()

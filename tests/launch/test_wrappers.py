@@ -65,3 +65,24 @@ def test_a_rescored_stage_outside_stages_is_refused(tmp_path):
         'ERROR: RESCORE=dapo_32k=eval_lcb_40k names stage dapo_32k, which is not one of STAGES="debug_64": drop it '
         "(RESCORE=) or add the stage." in result.stderr
     )
+
+
+def test_the_deepcoder_wrapper_chains_its_two_stages_and_sizes_its_evaluation(tmp_path):
+    """No re-scoring, no stage 0, LiveCodeBench v5 for the evaluation, and eval_lcb_80k's own max_num_seqs for
+    DeepSeek-R1-Distill-Qwen-14B's KV (only when that evaluation runs: the preflight refuses overrides of a config the
+    job does not run)."""
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "stage_chain.sh").write_text(
+        'echo "$STAGES|RESCORE=$RESCORE|$OFFLINE_FILTER|$EVAL_CONFIG|$EVAL_DATA|${STAGE_OVERRIDES_eval_lcb_80k-unset}"\n'
+    )
+    default = run("run_deepcoder_16k_to_32k.sh", tmp_path, LAUNCH_DIR=str(stub)).stdout.strip()
+    assert default == (
+        f"deepcoder_16k deepcoder_32k|RESCORE=|none|eval_lcb_80k|{tmp_path}/data/deepcoder_mix_lcb_v5/test.parquet|"
+        "actor_rollout_ref.rollout.max_num_seqs=24"
+    )
+    assert (
+        run("run_deepcoder_16k_to_32k.sh", tmp_path, LAUNCH_DIR=str(stub), RUN_EVAL="0")
+        .stdout.strip()
+        .endswith("|unset")
+    )
