@@ -391,6 +391,18 @@ def calibrate(basis: Basis, measured: Measurements) -> Basis:
     so that the planner's own scaling in model size P, response length L and GPU counts carries the measured
     efficiency to the target run. Prompt and response means stay the budget-based assumptions (a rehearsal's short
     responses say nothing of a 32k stage's)."""
+    missing = [
+        name
+        for name, value in (
+            ("log-prob + update time", measured.trainer_s),
+            ("tokens/s per rollout GPU", measured.tokens_per_s_per_rollout_gpu),
+            ("weight-sync time", measured.weight_sync_s),
+            ("weight-sync bytes", measured.weight_sync_bytes),
+        )
+        if value <= 0
+    ]
+    if missing:
+        raise ValueError(f"{measured.source}: no measured {', '.join(missing)}: nothing to calibrate with")
     at = Basis(measured.model, basis.gpu if measured.gpu is None else measured.gpu, basis.assumptions)
     flops = at.gpu.peak_flops * at.assumptions.mfu * measured.trainer_gpus
     tokens = measured.mean_prompt_tokens + measured.mean_response_tokens

@@ -307,3 +307,15 @@ def test_a_re_plan_from_a_report_recovers_the_measured_efficiencies(tmp_path, ca
     steps = {line.split(":")[0]: line for line in out.splitlines() if line.startswith("dapo_")}
     planned = int(re.search(r"total_training_steps=(\d+)", steps["dapo_32k"]).group(1))
     assert planned < 150  # slower trainer and decode: fewer steps in the same budget
+
+
+def test_measurements_without_a_figure_are_refused_naming_it(tmp_path):
+    """metrics.jsonl of a run whose trainer logs no weight sync (a colocated CPU run, say) cannot calibrate it."""
+    from rehearsal_report import Measurements, StepTiming
+
+    model = resolve_model("Qwen/Qwen3-14B")
+    step = StepTiming(1, 60.0, 30.0, 0.0, 5.0, 20.0, 0.0, 64, 700.0, 900.0)
+    measured = Measurements("m.jsonl", model, None, 8, 8, 2, 0.85, 64, (step,), 900.0, model.weight_bytes, {})
+    basis = run_plan.Basis(model, GPUS["h100"])
+    with pytest.raises(ValueError, match=r"m.jsonl: no measured weight-sync time: nothing to calibrate with"):
+        run_plan.calibrate(basis, measured)
