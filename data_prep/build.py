@@ -41,7 +41,15 @@ from data_prep.loading import (
 from data_prep.manifest import REPORT_LIST_LIMIT, build_manifest, log_summary
 from data_prep.parquet_writer import SplitWriter, verl_row
 from data_prep.problem import Problem
-from data_prep.sources import SOURCES, lcb_release_files, local_files
+from data_prep.sources import (
+    ALL_SOURCES,
+    SOURCES,
+    MissingLocalCopy,
+    download_command,
+    fetch_command,
+    lcb_release_files,
+    local_files,
+)
 from data_prep.statements import statement_words
 
 
@@ -58,6 +66,8 @@ def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[s
     unknown = [name for name in config.train_sources if name not in SOURCES]
     if unknown:
         raise ValueError(f"unknown train source(s) {unknown}; choose from {', '.join(SOURCES)}")
+    if mode == "local":
+        check_local_copies(("lcb", *config.train_sources), config, lcb_files)
     sample = sample_problems() if mode == "sample" else []
     stats = BuildStats()
     verified = load_verified(config.verified) if config.verified else None
@@ -66,7 +76,7 @@ def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[s
     group_bytes = config.row_group_mb << 20
 
     test_writer = SplitWriter(config.out_dir / "test.parquet", max_group_bytes=group_bytes)
-    _write_test_split(_test_problems(config, mode, sample, lcb_files, stats), test_writer, index, config, stats)
+    write_test_split(lcb_test_problems(config, mode, sample, lcb_files, stats), test_writer, index, config, stats)
     test_hash = test_writer.close()
     expected = config.expected_test_count or known_test_count(config.lcb_version, config.window)
     if not test_writer.rows_written:
@@ -100,9 +110,7 @@ def resolve_mode(config: BuildConfig) -> str:
     if hub_reachable():
         return "hub"
     repos = dict.fromkeys(SOURCES[name].repo for name in ("lcb", *config.train_sources) if name in SOURCES)
-    downloads = "; ".join(
-        f"huggingface-cli download {repo} --repo-type dataset --local-dir ROOT/{repo}" for repo in repos
-    )
+    downloads = "; ".join(download_command(repo, f"ROOT/{repo}") for repo in repos)
     raise SourceUnavailable(
         "--from auto: no --local-dir was given and the Hugging Face hub is unreachable (an offline node?), so there "
         f"is nothing to build from. On a machine with network run: {downloads}; then pass --local-dir ROOT. "
@@ -142,9 +150,11 @@ def gold_outcome(problem: Problem, verified: dict[str, dict[str, Any]]) -> str:
     return "grader_error" if verdict == "internal_error" else f"failed_{verdict}"
 
 
-def _write_test_split(
+def write_test_split(
     problems: Iterable[Problem], writer: SplitWriter, index: EvalSetIndex, config: BuildConfig, stats: BuildStats
 ) -> None:
+    """Write evaluation problems (exact duplicates dropped) and index them for decontamination; a row that fails is
+    reported with its id and the rest are written."""
     keys: set[bytes] = set()
     for problem in tqdm(problems, desc="test split", unit=" problems", mininterval=1.0):
         stats.seen[("test", problem.source)] += 1
@@ -261,9 +271,10 @@ def _add_train_problem(
     stats.written("train", problem, written)
 
 
-def _test_problems(
+def lcb_test_problems(
     config: BuildConfig, mode: str, sample: list[Problem], lcb_files: tuple[str, ...], stats: BuildStats
 ) -> Iterator[Problem]:
+    """The LiveCodeBench problems of ``config.window``'s test dates (from the bundled sample in ``sample`` mode)."""
     if mode == "sample":
         return iter([p for p in sample if _sample_split(p, config.window) == "test"])
     rows = source_rows("lcb", config, mode, lcb_files, stats)
@@ -295,7 +306,7 @@ def source_problems(
 ) -> Iterator[Problem]:
     """The problems of one train source (at most ``config.limit_per_source``); malformed rows go to ``stats.skips``."""
     problems = iter_problems(
-        SOURCES[name], source_rows(name, config, mode, lcb_files, stats), stats.skips, wanted_date=wanted_date
+        ALL_SOURCES[name], source_rows(name, config, mode, lcb_files, stats), stats.skips, wanted_date=wanted_date
     )
     if config.limit_per_source is not None:
         problems = (problem for _, problem in zip(range(config.limit_per_source), problems, strict=False))
@@ -323,7 +334,7 @@ def source_rows(
     name: str, config: BuildConfig, mode: str, lcb_files: tuple[str, ...], stats: BuildStats
 ) -> Iterator[tuple[str, Any]]:
     """(row id, raw row) of a source, from the hub at a pinned commit or from its local copy (revision checked)."""
-    source = SOURCES[name]
+    source = ALL_SOURCES[name]
     pinned = config.revisions.get(source.repo)
     if mode == "hub":
         known = [read["revision"] for read in stats.reads.values() if read.get("repo") == source.repo]
@@ -338,8 +349,7 @@ def source_rows(
     if pinned and local and pinned not in local.split(", "):
         raise SourceUnavailable(
             f"source {name!r}: the local copy {repo_dir} is revision {local}, but --revision pins {pinned}. Download "
-            f"that revision: huggingface-cli download {source.repo} --repo-type dataset --revision {pinned} "
-            f"--local-dir {repo_dir}"
+            f"that revision: {download_command(source.repo, repo_dir, pinned)}"
         )
     if pinned and not local:
         stats.warnings.append(
@@ -348,7 +358,7 @@ def source_rows(
         )
     stats.reads[name] = {
         "repo": source.repo,
-        "revision": local or "unknown (no huggingface-cli download metadata in the local copy)",
+        "revision": local or "unknown (no hf download metadata in the local copy)",
         "requested": pinned,
         "local_dir": str(repo_dir),
         "files": [{"path": str(path.relative_to(repo_dir)), "bytes": path.stat().st_size} for path in files],
@@ -356,16 +366,45 @@ def source_rows(
     return rows
 
 
+def check_local_copies(names: Iterable[str], config: BuildConfig, lcb_files: tuple[str, ...]) -> None:
+    """Every source of ``names`` has a local copy holding its files; else one SourceUnavailable that names each
+    missing one and the download command of each missing directory (an empty ``--local-dir`` lists them all, not
+    only the first the build would read)."""
+    missing = []
+    for name in dict.fromkeys(names):
+        try:
+            local_files(SOURCES[name], repo_dir_of(name, config), lcb_files)
+        except MissingLocalCopy as exc:
+            missing.append(exc)
+    if len(missing) == 1:
+        raise SourceUnavailable(str(missing[0]))
+    if missing:
+        downloads = dict.fromkeys(fetch_command(exc.source, exc.repo_dir) for exc in missing)
+        raise SourceUnavailable(
+            "\n".join(
+                [
+                    f"{len(missing)} sources have no local copy:",
+                    *(f"  {exc.source.name} ({exc.source.describe()}): {exc.repo_dir} ({exc.why})" for exc in missing),
+                    "Download them with:",
+                    *(f"  {command}" for command in downloads),
+                    "or point to other copies with --source-dir NAME=PATH, or build from the bundled sample with "
+                    "--from sample.",
+                ]
+            )
+        )
+
+
 def repo_dir_of(name: str, config: BuildConfig) -> Path:
     """Where a source's local copy is: ``--source-dir NAME=PATH``, else ``--local-dir``/<owner>/<name>."""
     if name in config.source_dirs:
         return config.source_dirs[name]
+    source = ALL_SOURCES[name]
     if config.local_dir is None:
         raise SourceUnavailable(
-            f"source {name!r} ({SOURCES[name].describe()}): --from local needs --local-dir ROOT (holding "
-            f"ROOT/{SOURCES[name].repo}) or --source-dir {name}=PATH."
+            f"source {name!r} ({source.describe()}): --from local needs --local-dir ROOT (holding "
+            f"ROOT/{source.repo}) or --source-dir {name}=PATH."
         )
-    return config.local_dir / SOURCES[name].repo
+    return config.local_dir / source.repo
 
 
 def _append_limited(items: list[Any], item: Any) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from data_prep.build import resolve_mode, source_problems
+from data_prep.build import check_local_copies, resolve_mode, source_problems
 from data_prep.build_deepcoder_mix import add_source_arguments, source_settings
 from data_prep.build_settings import BuildConfig, BuildStats
 from data_prep.ground_truth import as_malformed, long_integers
@@ -293,9 +293,12 @@ def problems_to_verify(config: BuildConfig, stats: BuildStats) -> Iterator[Probl
     if mode == "sample":
         yield from sample_problems()
         return
-    for name in config.train_sources:
-        if name != "lcb":
-            yield from source_problems(name, config, mode, lcb_release_files(config.lcb_version), stats)
+    names = [name for name in config.train_sources if name != "lcb"]
+    lcb_files = lcb_release_files(config.lcb_version)
+    if mode == "local":
+        check_local_copies(names, config, lcb_files)
+    for name in names:
+        yield from source_problems(name, config, mode, lcb_files, stats)
 
 
 def summarize(verifications: list[Verification], elapsed_s: float, grader: str, skipped: dict) -> dict[str, Any]:

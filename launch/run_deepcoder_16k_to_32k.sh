@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # DeepCoder-14B-Preview GRPO+ (DeepCoder model card "Training Recipe") on 4 nodes x 8 GPUs, colocated: the 16K stage,
 # its best checkpoint by in-run LiveCodeBench v5 score, the 32K stage from it ("Iterative Context Lengthening":
-# 16K -> 32K), its best checkpoint, then LiveCodeBench v5 at 81,920 tokens (eval_lcb_80k: within the model's 131,072
-# positions, so the launcher's preflight drops its YaRN settings). 4 nodes: configs/_deepcoder.yaml says why.
+# 16K -> 32K), its best checkpoint, then DeepCoder's own evaluation, LiveCodeBench v5 at 64K (eval_lcb_v5_64k; its
+# data: python -m data_prep.build_benchmarks --benchmarks lcb_v5). 4 nodes: configs/_deepcoder.yaml says why.
 #SBATCH --job-name=deepcoder-16k-32k
 #SBATCH --nodes=4
 #SBATCH --ntasks-per-node=1
@@ -20,14 +20,8 @@ set -euo pipefail
 # difficulty before training (the card's "Offline Difficulty Filtering"): no stage 0 here (OFFLINE_FILTER=build to run one).
 : "${RESCORE=}"
 : "${OFFLINE_FILTER:=none}"
-: "${EVAL_CONFIG:=eval_lcb_80k}"
-: "${EVAL_DATA:=${SLURM_SUBMIT_DIR:-$PWD}/data/deepcoder_mix_lcb_v5/test.parquet}"
-# (choice) 2 x ~300k KV tokens per replica / 40,636 mean tokens ~ 25 sequences of DeepSeek-R1-Distill-Qwen-14B at
-# 81,920 tokens (192 KiB of KV per token; launch/run_plan.py's max_num_seqs warning).
-if [[ "${RUN_EVAL:-1}" == 1 && "$EVAL_CONFIG" == eval_lcb_80k ]]; then
-  : "${STAGE_OVERRIDES_eval_lcb_80k=actor_rollout_ref.rollout.max_num_seqs=24}"
-  export STAGE_OVERRIDES_eval_lcb_80k
-fi
+: "${EVAL_CONFIG:=eval_lcb_v5_64k}"
+: "${EVAL_DATA:=${SLURM_SUBMIT_DIR:-$PWD}/data/benchmarks/lcb_v5.parquet}"
 export STAGES RUN_NAME RESCORE OFFLINE_FILTER EVAL_CONFIG EVAL_DATA
 # sbatch runs a copy of this file from Slurm's spool directory: find launch/ through the job record then.
 if [[ -z "${LAUNCH_DIR:-}" ]]; then

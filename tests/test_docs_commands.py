@@ -22,6 +22,7 @@ import runpy
 import shlex
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -52,7 +53,7 @@ SHELL_WORDS = {
     ".venv/bin/python",
     ".venv/bin/pytest",
     ".venv-vllm-cpu/bin/python",
-    "huggingface-cli",
+    "hf",
 }
 OPERATORS = {"&&", "||", ";", "|"}
 
@@ -263,18 +264,45 @@ def check_script(command: DocCommand, words: tuple[str, ...]) -> None:
     subprocess.run(["bash", "-n", str(REPO / scripts[0])], check=True)
 
 
-def check_make(command: DocCommand, targets: tuple[str, ...]) -> None:
+def check_make(command: DocCommand, words: tuple[str, ...]) -> None:
+    """Each target exists; each ``NAME=VALUE`` sets a variable the Makefile defines."""
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
-    for target in targets:
-        assert re.search(rf"^{re.escape(target)}:", makefile, re.M), f"{command.where}: no make target {target}"
+    for word in words:
+        if "=" in word:
+            name = word.split("=")[0]
+            assert re.search(rf"^{re.escape(name)} \??=", makefile, re.M), f"{command.where}: no make variable {name}"
+        else:
+            assert re.search(rf"^{re.escape(word)}:", makefile, re.M), f"{command.where}: no make target {word}"
 
 
 def check_pip(command: DocCommand, words: tuple[str, ...]) -> None:
+    """Extras of this package (``.[x]``) are in setup.py; a distribution of this repository named by its directory
+    (``./packages/NAME[x]``) has a pyproject.toml declaring its extras."""
     setup = (REPO / "setup.py").read_text(encoding="utf-8")
     for word in words:
-        for extra in re.findall(r"\.\[([\w,-]+)\]", word):
+        for extra in re.findall(r"^\.\[([\w,-]+)\]", word):
             for name in extra.split(","):
                 assert f'"{name}":' in setup, f"{command.where}: setup.py has no extra [{name}]"
+        if local := re.fullmatch(r"\./(packages/[\w-]+)(?:\[([\w,-]+)\])?", word):
+            pyproject = REPO / local.group(1) / "pyproject.toml"
+            assert pyproject.is_file(), f"{command.where}: no distribution {local.group(1)}"
+            declared = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"].get("optional-dependencies", {})
+            missing = set((local.group(2) or "").split(",")) - {""} - set(declared)
+            assert not missing, f"{command.where}: {local.group(1)} has no extra {sorted(missing)}"
+
+
+@cache
+def hf_help(subcommand: str) -> str:
+    """``hf SUBCOMMAND --help`` of this environment's huggingface_hub."""
+    hf = Path(sys.executable).with_name("hf")
+    completed = subprocess.run([str(hf), subcommand, "--help"], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, f"hf {subcommand} --help failed: {completed.stderr[-2000:]}"
+    return completed.stdout
+
+
+def check_hf(command: DocCommand, words: tuple[str, ...]) -> None:
+    missing = sorted(flag for flag in long_flags(words[1:]) if not lists_flag(hf_help(words[0]), flag))
+    assert not missing, f"{command.where}: hf {words[0]} --help does not list {missing}"
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[f"{c.where} {' '.join(c.argv)[:60]}" for c in COMMANDS])
@@ -295,6 +323,8 @@ def test_documented_command_works_as_written(command: DocCommand):
         check_make(command, arguments)
     elif program == "pip":
         check_pip(command, arguments)
+    elif program == "hf":
+        check_hf(command, arguments)
     elif program == "source":
         venvs = re.findall(r"^\w*VENV [?:]= (\S+)$", (REPO / "Makefile").read_text(encoding="utf-8"), re.M)
         assert arguments[0] in {f"{venv}/bin/activate" for venv in venvs}, (
@@ -319,6 +349,16 @@ def test_the_docs_have_commands_to_check():
         "recipe.nouscoder.eval.eval_lcb",
         HYDRA_ENTRY,
     } <= modules
+
+
+def test_a_missing_extra_and_an_unknown_hf_flag_are_caught():
+    command = DocCommand("README.md:1", "pip install ./packages/nouscoder-reward[gpu]", ("pip",))
+    with pytest.raises(AssertionError, match=r"packages/nouscoder-reward has no extra \['gpu'\]"):
+        check_pip(command, ("install", "./packages/nouscoder-reward[gpu]"))
+    check_pip(command, ("install", "./packages/nouscoder-reward[pool]"))
+    with pytest.raises(AssertionError, match=r"does not list \['--local-directory'\]"):
+        check_hf(command, ("download", "a/b", "--repo-type", "dataset", "--local-directory", "x"))
+    check_hf(command, ("download", "a/b", "--repo-type", "dataset", "--revision", "r", "--local-dir", "x"))
 
 
 def test_a_renamed_flag_is_caught():
@@ -360,7 +400,7 @@ def _documented_as_run(text: str, substitutions: dict[str, str]) -> str:
 
 
 def _local_repositories(root: Path) -> dict[str, list]:
-    """``~/hf`` as ``huggingface-cli download`` leaves it, with sample problems in each source's own layout: the test
+    """``~/hf`` as ``hf download`` leaves it, with sample problems in each source's own layout: the test
     window's problems as LiveCodeBench rows, earlier ones as DeepCoder ``taco`` and ``primeintellect`` rows."""
     sys.path.insert(0, str(REPO / "tests" / "data_prep"))
     from data_prep_raw_sources import DEEPCODER, LCB, deepcoder_row, lcb_line, sample_by_id, write_deepcoder, write_lcb

@@ -1,12 +1,16 @@
-"""The built wheel ships the bundled sample's problem folders as package data, and nothing generated."""
+"""The built wheel ships the bundled sample's problem folders as package data, and nothing generated; the
+reward-only distribution is this repository's reward_fns (its clean-venv install: `make reward-only-check`)."""
 
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,3 +54,16 @@ def test_wheel_ships_every_sample_problem_file(tmp_path):
     assert len(expected) > 200 and not expected - names, sorted(expected - names)[:10]
     assert "data_prep/sample/bundle.py" in names and "recipe/nouscoder/eval/README.md" in names
     assert not [name for name in names if ".generated" in name or "__pycache__" in name or ".ruff_cache" in name]
+
+
+REWARD_ONLY = REPO / "packages" / "nouscoder-reward"
+
+
+def test_the_reward_only_distribution_ships_this_reward_fns_at_this_version():
+    """packages/nouscoder-reward builds the repository's own reward_fns (a link), versioned as setup.py's package."""
+    link = REWARD_ONLY / "reward_fns"
+    assert link.is_symlink() and link.resolve() == (REPO / "reward_fns").resolve()
+    project = tomllib.loads((REWARD_ONLY / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    setup_version = re.search(r'version="([^"]+)"', (REPO / "setup.py").read_text(encoding="utf-8"))
+    assert setup_version and project["version"] == setup_version.group(1), "bump both versions together"
+    assert not any(Requirement(text).name in ("verl", "torch") for text in project["dependencies"])

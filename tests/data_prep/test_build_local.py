@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -29,6 +33,7 @@ from data_prep.build_deepcoder_mix import main as cli_main
 from data_prep.build_settings import BuildConfig, DateWindow
 from data_prep.filters import QualityConfig
 from data_prep.loading import SourceUnavailable
+from data_prep.sources import download_command
 
 
 def _lcb_files(problems: dict[str, FixtureProblem]) -> dict[str, list[str]]:
@@ -226,15 +231,45 @@ def test_original_repositories_taco_verified_and_primeintellect(
         ]
 
 
-def test_missing_source_directory_gives_one_clear_message(
+def test_an_empty_local_dir_names_every_missing_source_at_once(
     local_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    code = cli_main(["--local-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "out"
+    code = cli_main(
+        ["--local-dir", str(empty), "--out", str(out), "--train-sources", "lcb,deepcoder_taco,taco_verified"]
+    )
     error = capsys.readouterr().err
-    assert code == 2
-    assert "livecodebench/code_generation_lite" in error
-    assert "huggingface-cli download" in error and "--source-dir" in error and "--from sample" in error
-    assert error.count("\n") == 1
+    assert code == 2 and not out.exists()
+    assert "3 sources have no local copy" in error
+    for name, repo in (("lcb", LCB), ("deepcoder_taco", DEEPCODER), ("taco_verified", TACO_VERIFIED)):
+        assert f"  {name} (" in error
+        assert f"  hf download {repo} --repo-type dataset --local-dir {empty / repo}\n" in error
+    assert "--source-dir NAME=PATH" in error and "--from sample" in error and "huggingface-cli" not in error
+
+    (local_root / DEEPCODER / "taco").rename(local_root / DEEPCODER / "moved")  # the directory is there, no file is
+    with pytest.raises(SourceUnavailable) as caught:
+        _build(local_root, tmp_path / "one_missing")
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("source 'deepcoder_taco'") and "no file matches taco/" in message
+    assert (
+        f"Download it with `hf download {DEEPCODER} --repo-type dataset --local-dir {local_root / DEEPCODER}`"
+        in message
+    )
+
+
+@pytest.mark.integration
+def test_the_download_command_runs_with_this_environments_hf(tmp_path: Path) -> None:
+    """Offline, ``hf download`` gets past its arguments to the network: the command's every flag exists (a flag it
+    does not know is a usage error, exit 2)."""
+    hf = Path(sys.executable).with_name("hf")
+    command = shlex.split(download_command(LCB, tmp_path / "copy", revision="0" * 40))
+    assert command[:2] == ["hf", "download"]
+    offline = os.environ | {"HF_HUB_OFFLINE": "1"}
+    for extra, status, says in (([], 1, "offline mode is enabled"), (["--no-such-flag"], 2, "No such option")):
+        done = subprocess.run([str(hf), *command[1:], *extra], env=offline, capture_output=True, text=True, timeout=120)
+        assert (done.returncode, says in done.stdout + done.stderr) == (status, True), done.stderr[-2000:]
 
 
 class _FakeHubInfo:

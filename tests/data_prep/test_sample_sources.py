@@ -125,7 +125,7 @@ def test_no_arguments_offline_is_an_error_naming_the_downloads(
     assert cli_main([]) == 2
     error = capsys.readouterr().err
     for repo in (LCB, DEEPCODER):
-        assert f"huggingface-cli download {repo} --repo-type dataset --local-dir ROOT/{repo}" in error
+        assert f"hf download {repo} --repo-type dataset --local-dir ROOT/{repo}" in error
     assert "--local-dir ROOT" in error and "--from sample" in error and error.count("\n") == 1
     assert not (tmp_path / "data").exists()
 

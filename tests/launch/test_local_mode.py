@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from data_prep.build_deepcoder_mix import main as build_data
+
 REPO = Path(__file__).resolve().parents[2]
 TINY_MODEL_CONFIG = REPO / "tests" / "launch" / "data" / "tiny_qwen3" / "config.json"  # the preflight's facts
 
@@ -28,7 +30,7 @@ def free_port() -> int:
 
 def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_processes, test_bash_path):
     ray_root = Path(tempfile.mkdtemp(prefix="rl", dir="/tmp"))  # short: Ray's socket paths live under it
-    (tmp_path / "lcb.parquet").touch()
+    assert build_data(["--from", "sample", "--out", str(tmp_path / "mix")]) == 0  # the evaluation's data (~2 s)
     ports = " ".join(
         f"--{name}={free_port()}"
         for name in (
@@ -55,7 +57,7 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
             "RAY_WAIT_POLL_S": "2",
             "RAY_WAIT_TIMEOUT_S": "240",
             "FAKE_TRAINER_STEPS": "4",
-            "EVAL_DATA": str(tmp_path / "lcb.parquet"),
+            "EVAL_DATA": str(tmp_path / "mix" / "test.parquet"),
             "WATCH_POLL_S": "0.5",
             "BOM_CHECK": "0",  # microcoder_4k needs vLLM and flash-attn, which this CPU machine lacks
             "MODEL_CONFIG": str(TINY_MODEL_CONFIG),  # a 4B model's memory fits no fake GPU
@@ -105,6 +107,9 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
     assert evaluation["config_name"] == "eval_microcoder_8k" and evaluation["model"] == str(best)
     assert "trainer.project_name" not in evaluation["overrides"]  # the stage's own overrides stay its own
     assert evaluation["ray"]["GPU"] == 1 and (run_dir / "final_eval" / "DONE").is_file()
+    # the pass@k report of verl's dump (the stand-in's 4 responses per problem, MicroCoder's n), as on one node
+    report = json.loads((run_dir / "final_eval" / "report" / "results.json").read_text())
+    assert report["settings"]["benchmark"] == "lcb_v6" and report["summary"]["samples_per_problem"]["min"] == 4
     assert f"Ray stopped on {host}" in output
     assert leftovers == [], "Ray processes left after the local run"
 

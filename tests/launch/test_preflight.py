@@ -30,7 +30,7 @@ NOUSCODER = [
 ]
 
 # launch/run_deepcoder_16k_to_32k.sh's chain, on --nodes N
-DEEPCODER = ["--gpus-per-node", "8", "--stages", "deepcoder_16k deepcoder_32k", "--eval-config", "eval_lcb_80k"]
+DEEPCODER = ["--gpus-per-node", "8", "--stages", "deepcoder_16k deepcoder_32k", "--eval-config", "eval_lcb_v5_64k"]
 
 
 def run(tmp_path, capsys, *argv: str, status: int | None = None) -> tuple[dict[tuple[str, str], str], str]:
@@ -115,15 +115,21 @@ def test_deepcoder_on_six_nodes_is_refused_naming_the_rule_and_what_fits(tmp_pat
     assert "(verl 0.9.1 workers/engine_workers.py:267, mini-batch sequences by data-parallel size)" in err
 
 
-def test_deepcoder_on_four_nodes_runs_its_evaluation_without_yarn_and_its_second_stage_needs_no_path(tmp_path, capsys):
+def test_deepcoder_on_four_nodes_passes_and_its_second_stage_needs_no_path(tmp_path, capsys):
+    out, err = run(tmp_path, capsys, "--nodes", "4", *DEEPCODER)
+    assert out[("steps", "deepcoder_16k")] == "588" and out[("steps", "deepcoder_32k")] == "134"
+    assert out[("overrides", "eval_lcb_v5_64k")] == "trainer.nnodes=4 trainer.n_gpus_per_node=8"
+    assert "ERROR" not in err and "WARNING" not in err
+
+
+def test_a_yarn_evaluation_of_a_model_with_enough_positions_loses_its_yarn(tmp_path, capsys):
     """DeepSeek-R1-Distill-Qwen-14B has 131,072 positions: eval_lcb_80k's YaRN (written for Qwen3) is removed."""
-    wrapper = ["--config-overrides", "eval_lcb_80k=actor_rollout_ref.rollout.max_num_seqs=24"]
-    out, err = run(tmp_path, capsys, "--nodes", "4", *DEEPCODER, *wrapper)
+    args = ["--nodes", "4", "--gpus-per-node", "8", "--stages", "deepcoder_16k", "--eval-config", "eval_lcb_80k"]
+    out, err = run(tmp_path, capsys, *args)
     removed = [f"~actor_rollout_ref.model.override_config.{key}" for key in ("max_position_embeddings", "rope_scaling")]
     for override in removed:
         assert override in out[("overrides", "eval_lcb_80k")].split()
     assert "eval_lcb_80k: 81,920 tokens within deepseek-ai/DeepSeek-R1-Distill-Qwen-14B's 131,072 positions" in err
-    assert out[("steps", "deepcoder_16k")] == "582" and "WARNING" not in err
 
 
 def test_a_model_trained_on_40960_positions_gets_factor_2(tmp_path, capsys):

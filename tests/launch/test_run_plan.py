@@ -189,11 +189,7 @@ def sync_step_s(model_params, layers, kv_bytes, gpus, budget, max_seqs, utilisat
 def test_deepcoder_stages_carry_their_plan_on_4_x_8_gpus():
     """DeepSeek-R1-Distill-Qwen-14B (14,770,033,664 parameters, 48 layers, 192 KiB of KV per token), 64 prompts x 16,
     the default budget on 32 GPUs, 60 / 40 between 16k and 32k, the final evaluation the only fixed cost."""
-    chain = Chain(
-        stages=["deepcoder_16k", "deepcoder_32k"],
-        eval_config="eval_lcb_80k",
-        config_overrides={"eval_lcb_80k": ["actor_rollout_ref.rollout.max_num_seqs=24"]},  # the wrapper's
-    )
+    chain = Chain(stages=["deepcoder_16k", "deepcoder_32k"], eval_config="eval_lcb_v5_64k")  # the wrapper's
     fitted, result = chain_plan(chain, 4, "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B")
     expected = sync_step_s(14_770_033_664, 48, 2 * 48 * 8 * 128 * 2, 32, 16_384, 64)
     assert result.stages[0].step_s == pytest.approx(expected, rel=1e-9)

@@ -48,6 +48,7 @@ EVIDENCE = {
 # model is required (its chain's model).
 REQUIRED = {"microcoder_4k": ["data.train_files=train.parquet"]}
 CHAIN_MODEL = {
+    "eval_lcb_v5_64k": "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B",
     "eval_microcoder_8k": "Qwen/Qwen3-4B-Instruct-2507",
     "deepcoder_32k": "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B",
 }

@@ -67,22 +67,11 @@ def test_a_rescored_stage_outside_stages_is_refused(tmp_path):
     )
 
 
-def test_the_deepcoder_wrapper_chains_its_two_stages_and_sizes_its_evaluation(tmp_path):
-    """No re-scoring, no stage 0, LiveCodeBench v5 for the evaluation, and eval_lcb_80k's own max_num_seqs for
-    DeepSeek-R1-Distill-Qwen-14B's KV (only when that evaluation runs: the preflight refuses overrides of a config the
-    job does not run)."""
+def test_the_deepcoder_wrapper_chains_its_two_stages_and_evaluates_as_the_card(tmp_path):
+    """No re-scoring, no stage 0, and DeepCoder's own evaluation: LiveCodeBench v5 at 64K (eval_lcb_v5_64k)."""
     stub = tmp_path / "stub"
     stub.mkdir()
-    (stub / "stage_chain.sh").write_text(
-        'echo "$STAGES|RESCORE=$RESCORE|$OFFLINE_FILTER|$EVAL_CONFIG|$EVAL_DATA|${STAGE_OVERRIDES_eval_lcb_80k-unset}"\n'
-    )
-    default = run("run_deepcoder_16k_to_32k.sh", tmp_path, LAUNCH_DIR=str(stub)).stdout.strip()
-    assert default == (
-        f"deepcoder_16k deepcoder_32k|RESCORE=|none|eval_lcb_80k|{tmp_path}/data/deepcoder_mix_lcb_v5/test.parquet|"
-        "actor_rollout_ref.rollout.max_num_seqs=24"
-    )
-    assert (
-        run("run_deepcoder_16k_to_32k.sh", tmp_path, LAUNCH_DIR=str(stub), RUN_EVAL="0")
-        .stdout.strip()
-        .endswith("|unset")
+    (stub / "stage_chain.sh").write_text('echo "$STAGES|RESCORE=$RESCORE|$OFFLINE_FILTER|$EVAL_CONFIG|$EVAL_DATA"\n')
+    assert run("run_deepcoder_16k_to_32k.sh", tmp_path, LAUNCH_DIR=str(stub)).stdout.strip() == (
+        f"deepcoder_16k deepcoder_32k|RESCORE=|none|eval_lcb_v5_64k|{tmp_path}/data/benchmarks/lcb_v5.parquet"
     )
