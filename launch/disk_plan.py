@@ -3,7 +3,7 @@
 verl's FSDP checkpoint of a model with P parameters holds fp32 weights (4 B) and Adam's two fp32 moments (8 B) per
 parameter, saved by every rank: with FSDP groups of `fsdp_size` GPUs among N trainer GPUs (HYBRID_SHARD), each of the
 N / fsdp_size replicas writes a full copy, so a checkpoint is 12 P x N / fsdp_size bytes (Qwen3-14B on the NousCoder
-trainer: 12 x 14.8e9 x 2 = 355 GB). The stage chain's retention (launch/prune_checkpoints.py) keeps, per stage:
+trainer: 12 x 14.77e9 x 2 = 354 GB). The stage chain's retention (launch/prune_checkpoints.py) keeps, per stage:
 
 - while it trains: the newest KEEP_LAST_CHECKPOINTS, the best 1 (RESCORE_TOP_K in a re-scored stage) and the one
   being written;
@@ -13,17 +13,24 @@ trainer: 12 x 14.8e9 x 2 = 355 GB). The stage chain's retention (launch/prune_ch
 
 so the peak is reached while the last stage trains beside the selected remains of the earlier ones, or while a
 stage is re-scored. Stage 0's generations (the offline filter) add the text of G x problems responses.
+
+    python launch/disk_plan.py                                    # the NousCoder DAPO chain, Qwen3-14B, 6 x 8 GPUs
+    python launch/disk_plan.py --stages "deepcoder_16k deepcoder_32k" --nodes 4 --output-root /scratch/me
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from chain import Chain, ChainError, add_chain_arguments, chain_from_args, compose_chain
+from model_spec import UnknownModel, add_model_arguments, model_from_args
 from omegaconf import DictConfig
-from run_plan import CHECKPOINT_BYTES_PER_PARAM, MEAN_RESPONSE_FRACTION, replicas
 
+CHECKPOINT_BYTES_PER_PARAM = 12  # verl's FSDP checkpoint: fp32 weights 4 B + Adam's two fp32 moments 8 B
 OPTIMIZER_BYTES_PER_PARAM = 8  # Adam's two fp32 moments, the part deleted after the selection
 MERGED_BYTES_PER_PARAM = 2  # the selected model merged to bf16 safetensors
 TEXT_BYTES_PER_TOKEN = 4  # a decoded token of code or prose, about 4 characters
@@ -55,6 +62,14 @@ class StageDisk:
         return self.checkpoint_bytes + others * self.model_shard_bytes + self.merged_bytes
 
 
+def replicas(config: DictConfig) -> int:
+    """How many full copies of the sharded training state the trainer's ranks hold, and save: with FSDP groups of
+    `fsdp_size` GPUs among N (HYBRID_SHARD), N / fsdp_size; with full sharding, 1."""
+    gpus = int(config.trainer.nnodes) * int(config.trainer.n_gpus_per_node)
+    fsdp_size = int(config.actor_rollout_ref.actor.fsdp_config.get("fsdp_size", -1))
+    return gpus // fsdp_size if 0 < fsdp_size < gpus else 1
+
+
 def stage_disk(name: str, config: DictConfig, params: float, keep_last: int, rescore_top_k: int | None) -> StageDisk:
     copies = replicas(config)
     keep_best = rescore_top_k or 1
@@ -69,10 +84,12 @@ def stage_disk(name: str, config: DictConfig, params: float, keep_last: int, res
     )
 
 
-def generations_bytes(config: DictConfig, problems: int) -> float:
-    """The text verl dumps for a validation-only run over `problems` problems (trainer.validation_data_dir)."""
+def generations_bytes(config: DictConfig, problems: int, mean_response_fraction: float) -> float:
+    """The text verl dumps for a validation-only run over `problems` problems (trainer.validation_data_dir), at a
+    mean response of `mean_response_fraction` of the budget."""
     samples = int(config.actor_rollout_ref.rollout.val_kwargs.n)
-    return problems * samples * MEAN_RESPONSE_FRACTION * int(config.data.max_response_length) * TEXT_BYTES_PER_TOKEN
+    budget = int(config.data.max_response_length)
+    return problems * samples * mean_response_fraction * budget * TEXT_BYTES_PER_TOKEN
 
 
 def peak_bytes(stages: list[StageDisk], extra_bytes: float = 0.0) -> tuple[float, str, float]:
@@ -123,3 +140,37 @@ def model_params(model_path: str) -> float | None:
     except Exception:  # not downloaded, not a model, an architecture this transformers lacks: size unknown
         return None
     return float(sum(parameter.numel() for parameter in model.parameters()))
+
+
+def disk_lines(chain: Chain, fitted: dict[str, DictConfig], params: float, keep_last: int, top_k: int) -> list[str]:
+    """Each stage's checkpoint size and the chain's peak, as the planner and this script print them."""
+    disks = [
+        stage_disk(name, fitted[name], params, keep_last, top_k if name in chain.rescore else None)
+        for name in chain.stages
+    ]
+    need, phase, _ = peak_bytes(disks)
+    lines = [f"- a checkpoint of {d.name}: {gb(d.checkpoint_bytes)}" for d in disks]
+    return [*lines, f"- disk at the peak ({phase}): {gb(need)} in OUTPUT_ROOT, besides stage 0's generations"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python launch/disk_plan.py", description=__doc__.splitlines()[0])
+    add_chain_arguments(parser, defaults=True)
+    add_model_arguments(parser)
+    parser.add_argument("--keep-last", type=int, default=2, help="KEEP_LAST_CHECKPOINTS (default: %(default)s)")
+    parser.add_argument("--output-root", type=Path, default=None, help="OUTPUT_ROOT: compare with its free space")
+    args = parser.parse_args(argv)
+    try:
+        chain = chain_from_args(args)
+        _, fitted = compose_chain(chain, args.nodes, args.gpus_per_node)
+        model = model_from_args(args, fitted[chain.stages[0]])
+    except (ChainError, UnknownModel) as stop:
+        sys.exit(f"disk_plan: error: {stop}")
+    print(model.describe())
+    print("\n".join(disk_lines(chain, fitted, model.params, args.keep_last, args.rescore_top_k)))
+    if args.output_root is not None:
+        print(f"- OUTPUT_ROOT={args.output_root}: {gb(free_bytes(args.output_root))} free")
+
+
+if __name__ == "__main__":
+    main()

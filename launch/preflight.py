@@ -1,21 +1,31 @@
 """Everything the stage chain checks and derives from its configs before Ray starts, each config composed once.
 
-    python launch/preflight.py --nodes 6 --gpus-per-node 8 --stages "dapo_32k dapo_40k" --config eval_lcb_40k \\
-        --config eval_lcb_80k --manifest LOG_DIR/bill_of_materials.json --output-root outputs --run-dir RUN_DIR \\
-        [--budget-gpu-hours 4608] [--offline-filter-config offline_filter] [hydra overrides...]
+    python launch/preflight.py --nodes 6 --gpus-per-node 8 --stages "dapo_32k dapo_40k" --rescore dapo_32k=eval_lcb_40k \\
+        --eval-config eval_lcb_80k --offline-filter-config offline_filter --manifest LOG_DIR/bill_of_materials.json \\
+        --output-root outputs --run-dir RUN_DIR [--gpu h100] [--init-model M] [--model-config config.json] \\
+        [--budget-gpu-hours 4608] [--config-overrides 'dapo_40k=KEY=VALUE ...'] [hydra overrides...]
 
+- the configs (`chain.py`): every stage and evaluation composed once with the common and its own overrides; an
+  unknown name or a bad override is one line naming it;
 - the GPU layout of every config against the allocation (`stage_layout.py`): derived for colocated configs, checked
   for separate-async ones; a mismatch exits 2 naming the overrides that would fit;
+- the model (`model_spec.py`: the first stage's, its config.json local, cached or shipped, or --model-config) and the
+  GPU (`gpu_spec.py`); without a readable model config, the model's checks are skipped with a warning;
+- verl's shape rules (`verl_shapes.py`) and the memory of each GPU role (`gpu_memory.py`): a break exits 2 naming
+  the rule, its line of verl and the overrides that fit;
+- derived settings: `rollout.max_model_len` = prompt + response budget, the YaRN settings of a config longer than
+  the model's positions (`rope_scaling.py`); `max_num_seqs` far from the KV cache's capacity is a warning;
 - the bill of materials of every config (`bill_of_materials.py`), written to --manifest for the node check;
 - the run plan (`run_plan.py`): with --budget-gpu-hours, each training stage's total_training_steps, save_freq and
   test_freq for that budget on this allocation; without, the stages' configured lengths with their expected time;
+  a re-scored stage that validates fewer checkpoints than it re-scores exits 2;
 - the disk the run's retention needs against the free space of --output-root (`disk_plan.py`): exits 3 with both
   numbers and the knobs when it does not fit.
 
 Prints what the chain reads, one `KIND<TAB>NAME<TAB>VALUE` line each: `overrides` (per config, appended to its
-command), `train_files` and `model` (of the first stage, for stage 0), `test_freq` and `steps` (per stage, for the
-progress watchdog), `expected_s` (per validation-only config, for the watchdog); the human-readable report goes to
-stderr.
+command), `train_files` and `model` (of the first stage, for stage 0), `test_freq`, `steps` and `step_s` (per stage,
+for the progress watchdog and its step-time check), `expected_s` (per validation-only config, for the watchdog); the
+human-readable report goes to stderr.
 """
 
 from __future__ import annotations
@@ -27,33 +37,40 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import rope_scaling
 from bill_of_materials import bill_of_materials, merged
-from disk_plan import free_bytes, gb, generations_bytes, model_params, peak_bytes, stage_disk, used_bytes
-from omegaconf import DictConfig, OmegaConf
+from chain import Chain, ChainError, add_chain_arguments, chain_from_args, compose_chain, with_overrides
+from disk_plan import (
+    CHECKPOINT_BYTES_PER_PARAM,
+    free_bytes,
+    gb,
+    generations_bytes,
+    peak_bytes,
+    replicas,
+    stage_disk,
+    used_bytes,
+)
+from gpu_memory import memory_problems
+from gpu_spec import add_gpu_arguments, gpu_from_args
+from model_spec import UnknownModel, add_model_arguments, model_from_args
+from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 from run_plan import (
-    CHECKPOINT_BYTES_PER_PARAM,
     LCB_V6_PROBLEMS,
     TRAIN_PROBLEMS,
+    Assumptions,
+    Basis,
     evaluation_s,
-    plan,
-    replicas,
+    max_num_seqs_warning,
+    plan_chain,
     stage_cost,
 )
-from stage_layout import LayoutError, layout_overrides
+from verl_shapes import violations
 
-from recipe.nouscoder.configs import compose_experiment
 from recipe.nouscoder.run.required_values import check_required_values
 
 PLAN_KEYS = ("trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq")
-
-
-class PreflightError(Exception):
-    """What stops the job before Ray starts; `status` is the exit code (2: configs, 3: disk)."""
-
-    def __init__(self, message: str, status: int = 2) -> None:
-        super().__init__(message)
-        self.status = status
+PreflightError = ChainError  # what stops the job before Ray starts; `status` is the exit code (2: configs, 3: disk)
 
 
 def report(message: str) -> None:
@@ -64,15 +81,6 @@ def emit(kind: str, name: str, value: object) -> None:
     print(f"{kind}\t{name}\t{value}")
 
 
-def with_overrides(config: DictConfig, overrides: list[str]) -> DictConfig:
-    """`config` with simple `key=value` overrides applied (the layout's and the plan's integers)."""
-    config = config.copy()
-    for override in overrides:
-        key, _, value = override.partition("=")
-        OmegaConf.update(config, key, int(value) if value.lstrip("-").isdigit() else value, force_add=True)
-    return config
-
-
 def parquet_rows(path: str) -> int | None:
     try:
         return pq.ParquetFile(path).metadata.num_rows
@@ -80,113 +88,169 @@ def parquet_rows(path: str) -> int | None:
         return None
 
 
-def fit_layouts(composed: dict[str, DictConfig], nodes: int, gpus_per_node: int) -> dict[str, list[str]]:
-    """Each config's layout overrides for the allocation (stage_layout.py); every misfit named at once."""
-    layouts, errors = {}, []
-    for name, config in composed.items():
+def on_gpus(config: DictConfig) -> bool:
+    return str(config.trainer.get("device", "cuda")) != "cpu"
+
+
+def resolve_basis(args: argparse.Namespace, first: DictConfig) -> Basis | None:
+    """The model and GPU of the model checks; None (with a warning) when the model's config.json is not here."""
+    try:
+        model = model_from_args(args, first)
+    except UnknownModel as unknown:
+        if on_gpus(first):
+            report(f"WARNING: {unknown}; the checks that need the model (shapes, memory, plan) are skipped")
+        return None
+    basis = Basis(model, gpu_from_args(args), Assumptions())
+    report(f"model and GPU: {basis.describe()}")
+    return basis
+
+
+def check_shapes(chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None) -> None:
+    """verl's divisibility and size rules (verl_shapes.py) and each GPU role's memory, every break named at once."""
+    problems = []
+    for name in chain.names:
+        model = basis.model if basis else None
+        problems += [violation.describe(name) for violation in violations(fitted[name], name, model)]
+        if basis and on_gpus(fitted[name]):
+            problems += memory_problems(fitted[name], basis.model, basis.gpu, name)
+    if problems:
+        raise PreflightError("\n".join(problems))
+
+
+def derived_overrides(chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None) -> dict[str, list[str]]:
+    """Settings that follow from the others and the model: max_model_len, YaRN; warnings for max_num_seqs."""
+    derived: dict[str, list[str]] = {}
+    for name in chain.names:
+        config = fitted[name]
+        overrides = []
+        data, rollout = config.data, config.actor_rollout_ref.rollout
+        longest = int(data.max_prompt_length) + int(data.max_response_length)
+        if int(rollout.max_model_len) != longest:
+            overrides.append(f"actor_rollout_ref.rollout.max_model_len={longest}")
+            report(f"{name}: actor_rollout_ref.rollout.max_model_len={longest} (prompt + response budget)")
+        if basis is not None and on_gpus(config):
+            sized = with_overrides(config, overrides)
+            yarn = rope_scaling.yarn_overrides(sized, basis.model)
+            if yarn or "rope_scaling" in str(config.actor_rollout_ref.model.get("override_config", {})):
+                report(f"{name}: {rope_scaling.describe(sized, basis.model)}")
+            overrides += yarn
+            warning = max_num_seqs_warning(with_overrides(sized, yarn), name, basis)
+            if warning:
+                report(f"WARNING: {warning}")
+        derived[name] = overrides
+    return derived
+
+
+def check_required(chain: Chain, fitted: dict[str, DictConfig], model: str) -> None:
+    """A stage's required values; a later stage's model is the earlier stage's selection, as the chain passes it."""
+    for index, name in enumerate(chain.stages):
+        config = fitted[name] if index == 0 else with_overrides(fitted[name], [f"actor_rollout_ref.model.path={model}"])
         try:
-            layouts[name] = layout_overrides(config, name, nodes, gpus_per_node)
-        except LayoutError as misfit:
-            errors.append(f"ERROR: {misfit}")
-            continue
-        fits = " ".join(layouts[name]) or "the config layout fits"
-        report(f"{name} ({config.trainer.v1.trainer_mode}) on {nodes} x {gpus_per_node} GPUs: {fits}")
-    if errors:
-        raise PreflightError("\n".join(errors))
-    return layouts
+            check_required_values(config)
+        except InterpolationResolutionError as missing:
+            raise PreflightError(f"{name}: {missing}") from None
 
 
-def budget_overrides(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: dict[str, str], rows: int):
+def budget_overrides(
+    args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None, rows: int
+) -> dict[str, list[str]]:
     """{stage: the plan's overrides} for --budget-gpu-hours (run_plan.py), or PreflightError naming what to change."""
-    stages = args.stages.split()
-    given = [key for key in PLAN_KEYS for item in args.overrides if item.lstrip("+").startswith(f"{key}=")]
+    given = [key for key in PLAN_KEYS for item in chain.overrides if item.lstrip("+").startswith(f"{key}=")]
     if given:
         raise PreflightError(f"BUDGET_GPU_HOURS plans {', '.join(PLAN_KEYS)}; the overrides set {given} too: drop one.")
-    separate = all(fitted[stage].trainer.v1.trainer_mode.endswith("separate_async") for stage in stages)
-    if not (rescore and args.eval_config and separate):
-        raise PreflightError(
-            "BUDGET_GPU_HOURS plans the NousCoder chain (separate-async stages, a re-scored stage, a final "
-            "evaluation); set trainer.total_training_steps instead."
-        )
+    if basis is None:
+        raise PreflightError("BUDGET_GPU_HOURS plans from the model's config.json: give it with MODEL_CONFIG=PATH.")
     try:
-        result = plan(
-            {stage: fitted[stage] for stage in stages},
-            rescore=fitted[next(iter(rescore.values()))],
-            final_eval=fitted[args.eval_config],
-            offline_filter=fitted[args.offline_filter_config] if args.offline_filter_config else None,
-            budget_gpu_hours=args.budget_gpu_hours,
-            rescore_candidates=args.rescore_top_k * len(rescore),
-            train_problems=rows,
+        result = plan_chain(
+            chain, fitted, basis, args.nodes * args.gpus_per_node, args.budget_gpu_hours, args.rescore_top_k, rows
         )
     except ValueError as too_small:
         raise PreflightError(f"{too_small}: raise BUDGET_GPU_HOURS.") from None
-    planned = {
-        cost.name: [
-            f"trainer.total_training_steps={steps}",
-            f"trainer.save_freq={cost.save_freq}",
-            f"trainer.test_freq={cost.test_freq}",
-        ]
-        for cost, steps in zip(result.stages, result.steps, strict=True)
-    }
+    for warning in result.warnings:
+        report(f"WARNING: {warning}")
     summary = "; ".join(
         f"{c.name} {s} steps of ~{c.step_s / 60:.0f} min" for c, s in zip(result.stages, result.steps, strict=True)
     )
     report(f"run plan for BUDGET_GPU_HOURS={args.budget_gpu_hours:.0f} on {result.gpus} GPUs: {summary}")
-    return planned
+    return result.overrides()
+
+
+def check_cadence(chain: Chain, fitted: dict[str, DictConfig], top_k: int) -> None:
+    """A stage's validated checkpoints against its length: a re-scored stage needs RESCORE_TOP_K of them."""
+    for name in chain.stages:
+        trainer = fitted[name].trainer
+        steps, test_freq = int(trainer.get("total_training_steps") or 0), int(trainer.test_freq)
+        if not steps:
+            continue
+        validated = math.ceil(steps / test_freq) if test_freq > 0 else 0
+        if name in chain.rescore and validated < top_k:
+            fits = steps // top_k
+            raise PreflightError(
+                f"{name}: {steps} steps with trainer.test_freq={test_freq} validate {validated} checkpoint(s), "
+                f"fewer than the RESCORE_TOP_K={top_k} it re-scores: set trainer.test_freq={max(1, fits)} "
+                f"(a multiple of trainer.save_freq={trainer.save_freq}) or lower RESCORE_TOP_K"
+            )
+        if test_freq > steps:
+            report(f"WARNING: {name}: trainer.test_freq={test_freq} > its {steps} steps: only the last is validated")
 
 
 def report_durations(
-    args: argparse.Namespace, fitted: dict[str, DictConfig], others: list[str], rescore: dict[str, str], rows: int
+    args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None, rows: int
 ) -> None:
     """The watchdog's facts per config, and the chain's expected duration (run_plan.py's assumptions)."""
-    stages = args.stages.split()
     hours = 0.0
-    for name in stages:
+    for name in chain.stages:
         config = fitted[name]
         steps = int(config.trainer.get("total_training_steps") or 0)
-        if config.trainer.v1.trainer_mode.endswith("separate_async") and steps:
-            cost = stage_cost(name, config)
-            wall = cost.wall_s(steps, validate_first=name == stages[0])
+        if basis is not None and on_gpus(config) and steps:
+            cost = stage_cost(name, config, basis)
+            wall = cost.wall_s(steps, validate_first=name == chain.stages[0])
             hours += wall / 3600
             report(
                 f"{name}: {steps} steps x ~{cost.step_s / 60:.0f} min, save every {config.trainer.save_freq}, "
                 f"validate every {config.trainer.test_freq}: ~{wall / 3600:.0f} h"
             )
+            emit("step_s", name, math.ceil(cost.step_s))
         emit("test_freq", name, int(config.trainer.test_freq))
         emit("steps", name, steps)
-    for name in others:
-        problems = rows if name == args.offline_filter_config else LCB_V6_PROBLEMS
-        seconds = evaluation_s(fitted[name], args.nodes * args.gpus_per_node, problems)
-        hours += seconds / 3600 * (args.rescore_top_k if name in rescore.values() else 1)
+    for name in [n for n in chain.names if n not in chain.stages]:
+        if basis is None or not on_gpus(fitted[name]):
+            continue
+        problems = rows if name == chain.offline_filter_config else LCB_V6_PROBLEMS
+        seconds = evaluation_s(fitted[name], args.nodes * args.gpus_per_node, problems, basis)
+        hours += seconds / 3600 * (args.rescore_top_k if name in chain.rescore.values() else 1)
         emit("expected_s", name, math.ceil(seconds))
-    if hours:
+    if hours and basis is not None:
         report(
-            f'the chain needs ~{hours:.0f} h of this allocation (Qwen3-14B on H100s, configs/README.md "Run plan"); '
-            'a job\'s time limit ends it earlier and the next submission resumes (launch/README.md, "How to resume")'
+            f"the chain needs ~{hours:.0f} h of this allocation ({basis.model.name} on {basis.gpu.name}, "
+            'configs/README.md "Run plan"); a job\'s time limit ends it earlier and the next submission resumes '
+            '(launch/README.md, "How to resume")'
         )
 
 
 def check_disk(
-    args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: dict[str, str], model: str, rows: int
+    args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None, rows: int
 ) -> None:
     """The run's peak disk need (disk_plan.py) against the free space of OUTPUT_ROOT."""
-    stages = args.stages.split()
-    first = fitted[stages[0]]
+    first = fitted[chain.stages[0]]
     if args.checkpoint_gb:  # one checkpoint of the first stage as saved: 12 B per parameter per replica
-        params = args.checkpoint_gb * 1e9 / (CHECKPOINT_BYTES_PER_PARAM * replicas(first))
+        params: float | None = args.checkpoint_gb * 1e9 / (CHECKPOINT_BYTES_PER_PARAM * replicas(first))
     else:
-        params = model_params(model)
+        params = basis.model.params if basis else None
     if params is None:
         report(
-            f"WARNING: disk: the size of {model} is unknown here (not a local model or in the Hugging Face cache): "
-            "the free space of OUTPUT_ROOT is not checked; set CHECKPOINT_GB to check it"
+            "WARNING: disk: the model's size is unknown here (its config.json is not local, cached or shipped): "
+            "the free space of OUTPUT_ROOT is not checked; set CHECKPOINT_GB or MODEL_CONFIG to check it"
         )
         return
     top_k = args.rescore_top_k
     disks = [
-        stage_disk(name, fitted[name], params, args.keep_last, top_k if name in rescore else None) for name in stages
+        stage_disk(name, fitted[name], params, args.keep_last, top_k if name in chain.rescore else None)
+        for name in chain.stages
     ]
-    extra = generations_bytes(fitted[args.offline_filter_config], rows) if args.offline_filter_config else 0.0
+    extra = 0.0
+    if chain.offline_filter_config:
+        extra = generations_bytes(fitted[chain.offline_filter_config], rows, Assumptions().mean_response_fraction)
     need, phase, kept = peak_bytes(disks, extra)
     held, free = used_bytes(args.run_dir), free_bytes(args.output_root)
     detail = f"{gb(kept)} kept from the earlier stages; " if kept else ""
@@ -209,14 +273,9 @@ def check_disk(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python launch/preflight.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, required=True, help="nodes of the Ray cluster (the job's NNODES)")
-    parser.add_argument("--gpus-per-node", type=int, required=True, help="GPUs per node (the job's GPUS_PER_NODE)")
-    parser.add_argument("--stages", required=True, help="the training stage configs in order (STAGES)")
-    parser.add_argument("--config", action="append", default=[], help="another config the job runs (repeatable)")
-    parser.add_argument("--rescore", action="append", default=[], help="STAGE=CONFIG: a re-scored stage (RESCORE)")
-    parser.add_argument("--rescore-top-k", type=int, default=3, help="candidates re-scored per re-scored stage")
-    parser.add_argument("--eval-config", default=None, help="the final evaluation's config (EVAL_CONFIG)")
-    parser.add_argument("--offline-filter-config", default=None, help="stage 0's config, when it builds the filter")
+    add_chain_arguments(parser, defaults=False)
+    add_gpu_arguments(parser)
+    add_model_arguments(parser, model_flag="--init-model")
     parser.add_argument("--manifest", type=Path, required=True, help="where to write the bill of materials (JSON)")
     parser.add_argument("--budget-gpu-hours", type=float, default=None, help="plan the stages for this budget")
     parser.add_argument("--output-root", type=Path, required=True, help="OUTPUT_ROOT, whose free space is checked")
@@ -228,48 +287,46 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="size of one checkpoint of the first stage as saved (CHECKPOINT_GB); default: from the model's config",
     )
-    parser.add_argument("--init-model", default=None, help="the first stage's model (INIT_MODEL)")
-    parser.add_argument("overrides", nargs="*", help="the hydra overrides every config runs with")
     return parser
 
 
 def preflight(args: argparse.Namespace) -> None:
-    stages = args.stages.split()
-    rescore = dict(pair.split("=", 1) for pair in args.rescore)
-    others = [*args.config, *rescore.values(), *filter(None, [args.eval_config, args.offline_filter_config])]
-    names = list(dict.fromkeys([*stages, *others]))
-    composed = {name: compose_experiment(name, args.overrides) for name in names}
-    layouts = fit_layouts(composed, args.nodes, args.gpus_per_node)
-    fitted = {name: with_overrides(config, layouts[name]) for name, config in composed.items()}
-    for name in stages:
-        try:
-            check_required_values(fitted[name])
-        except InterpolationResolutionError as missing:
-            raise PreflightError(f"{name}: {missing}") from None
+    chain = chain_from_args(args)
+    layouts, fitted = compose_chain(chain, args.nodes, args.gpus_per_node)
+    for name, config in fitted.items():
+        fits = " ".join(layouts[name]) or "the config layout fits"
+        report(f"{name} ({config.trainer.v1.trainer_mode}) on {args.nodes} x {args.gpus_per_node} GPUs: {fits}")
+    first = fitted[chain.stages[0]]
+    model = args.model or str(first.actor_rollout_ref.model.path)
+    basis = resolve_basis(args, first)
+    derived = derived_overrides(chain, fitted, basis)
+    fitted = {name: with_overrides(config, derived[name]) for name, config in fitted.items()}
+    check_shapes(chain, fitted, basis)
+    check_required(chain, fitted, model)
     entries = merged({name: bill_of_materials(config) for name, config in fitted.items()})
     args.manifest.write_text(json.dumps([entry.to_json() for entry in entries], indent=1))
     report(f"bill of materials of {len(fitted)} config(s), {len(entries)} parts: {args.manifest}")
-    first = fitted[stages[0]]
     train_files = str(first.data.train_files)
     rows = parquet_rows(train_files) or TRAIN_PROBLEMS
-    planned = budget_overrides(args, fitted, rescore, rows) if args.budget_gpu_hours is not None else {}
+    planned = budget_overrides(args, chain, fitted, basis, rows) if args.budget_gpu_hours is not None else {}
     fitted |= {name: with_overrides(fitted[name], overrides) for name, overrides in planned.items()}
-    report_durations(args, fitted, list(dict.fromkeys(others)), rescore, rows)
-    model = args.init_model or str(first.actor_rollout_ref.model.path)
-    check_disk(args, fitted, rescore, model, rows)
-    emit("train_files", stages[0], train_files)
-    emit("model", stages[0], model)
-    for name in names:
-        emit("overrides", name, " ".join([*layouts[name], *planned.get(name, [])]))
+    check_cadence(chain, fitted, args.rescore_top_k)
+    report_durations(args, chain, fitted, basis, rows)
+    check_disk(args, chain, fitted, basis, rows)
+    emit("train_files", chain.stages[0], train_files)
+    emit("model", chain.stages[0], model)
+    for name in chain.names:
+        emit("overrides", name, " ".join([*layouts[name], *derived[name], *planned.get(name, [])]))
 
 
 def main(argv: list[str] | None = None) -> None:
     try:
         preflight(build_parser().parse_args(argv))
-    except PreflightError as stop:
+    except (PreflightError, UnknownModel) as stop:
+        status = getattr(stop, "status", 2)
         for line in str(stop).splitlines():
             report(line if line.startswith("ERROR") else f"ERROR: {line}")
-        sys.exit(stop.status)
+        sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,14 @@ the trainer and fails the job, so that a queued retry resumes from the last chec
 line of --last-step arrives (the run's total steps; 0 for a validation-only run) the run is finishing and the
 watchdog leaves.
 
+The pace check: with --planned-step-s (the run plan's step time, launch/run_plan.py), once --pace-steps training
+steps are logged it compares their median `timing_s/step` (verl's step timer, less `timing_s/save_checkpoint`) with
+the plan; beyond --pace-factor either way it prints a `WARNING: step time ...` line (the launcher forwards it to the
+job's log) naming the measured and planned figures and the re-plan command, and with --pace-action stop it stops the
+run as a stall does (the plan's steps would not fit the time booked for them).
+
     python launch/progress_watchdog.py RUN_DIR/metrics.jsonl --stop-file FILE [--test-freq 15 --total-steps 150]
+        [--planned-step-s 1100 --pace-steps 3 --pace-factor 2 --pace-action warn]
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +61,7 @@ class Progress:
     partial: str = ""
     last_step: int | None = None
     arrivals: list[float] = field(default_factory=list)
+    step_times: dict[int, float] = field(default_factory=dict)
 
     def skip_existing(self) -> None:
         """Start after what the file holds now: an earlier run's lines are not this run's progress."""
@@ -80,11 +89,15 @@ class Progress:
         arrived = False
         for line in lines:
             try:
-                step = int(json.loads(line)["step"])
+                record = json.loads(line)
+                step = int(record["step"])
             except (ValueError, KeyError, TypeError):
                 continue  # not a verl FileLogger line
             self.last_step, arrived = step, True
             self.arrivals.append(now)
+            data = record.get("data") if isinstance(record.get("data"), dict) else {}
+            if "timing_s/step" in data and "timing_s/update_actor" in data:  # a training step, not a validation
+                self.step_times[step] = float(data["timing_s/step"]) - float(data.get("timing_s/save_checkpoint", 0))
         return arrived
 
 
@@ -103,17 +116,64 @@ def bound_s(bounds: Bounds, progress: Progress) -> tuple[float, str]:
     return bound, how
 
 
+@dataclass(frozen=True)
+class Pace:
+    """The pace check's knobs (PACE_* in launch/stage_chain.sh): the plan's step time and the tolerance."""
+
+    planned_step_s: float
+    steps: int = 3
+    factor: float = 2.0
+    stop: bool = False
+
+    def verdict(self, metrics: Path, step_times: dict[int, float]) -> str | None:
+        """The warning once `steps` training steps are logged and their median is beyond `factor` of the plan."""
+        if self.planned_step_s <= 0 or len(step_times) < self.steps:
+            return None
+        first = sorted(step_times)[: self.steps]
+        measured = statistics.median(step_times[step] for step in first)
+        ratio = measured / self.planned_step_s
+        if 1 / self.factor <= ratio <= self.factor:
+            return None
+        return (
+            f"step time: steps {first[0]}-{first[-1]} of {metrics} took a median {measured:.0f} s, the run plan "
+            f"{self.planned_step_s:.0f} s (x{ratio:.2f}, beyond PACE_FACTOR={self.factor:g}): the planned steps "
+            f"{'overrun' if ratio > 1 else 'leave unused'} the time booked for them; re-plan from these measurements "
+            f"with python launch/run_plan.py --measured {metrics} (and the job's --nodes, --stages, ...)"
+        )
+
+
+def stop_with(stop_file: Path, reason: str) -> str:
+    tmp = stop_file.with_name(stop_file.name + ".tmp")
+    tmp.write_text(reason + "\n")
+    os.replace(tmp, stop_file)
+    return reason
+
+
 def watch(
-    metrics: Path, stop_file: Path, bounds: Bounds, poll_s: float, last_step: int | None = None, clock=time.monotonic
+    metrics: Path,
+    stop_file: Path,
+    bounds: Bounds,
+    poll_s: float,
+    last_step: int | None = None,
+    clock=time.monotonic,
+    pace: Pace | None = None,
 ) -> str | None:
-    """Block until a stall, then write its description to `stop_file` and return it; None once `last_step` is
-    logged (what follows is the run's shutdown, not its progress)."""
+    """Block until a stall (or, with a stopping pace check, a step time beyond the plan), then write its description
+    to `stop_file` and return it; None once `last_step` is logged (what follows is the run's shutdown)."""
     progress = Progress(metrics)
     progress.skip_existing()
     start = clock()
+    paced = False
     while True:
         now = clock()
         progress.poll(now)
+        if pace is not None and not paced:
+            warning = pace.verdict(metrics, progress.step_times)
+            if warning:
+                paced = True
+                print(f"WARNING: {warning}", flush=True)
+                if pace.stop:
+                    return stop_with(stop_file, f"{warning}; stopped (PACE_ACTION=stop)")
         if last_step is not None and progress.last_step is not None and progress.last_step >= last_step:
             return None
         since = progress.arrivals[-1] if progress.arrivals else start
@@ -124,10 +184,7 @@ def watch(
                 f"progress watchdog: no new step in {metrics} for {now - since:.0f}s ({last}); the bound was "
                 f"{bound:.0f}s = {how}. The trainer is stalled (a hung collective, weight sync or rollout worker)"
             )
-            tmp = stop_file.with_name(stop_file.name + ".tmp")
-            tmp.write_text(reason + "\n")
-            os.replace(tmp, stop_file)
-            return reason
+            return stop_with(stop_file, reason)
         time.sleep(poll_s)
 
 
@@ -144,11 +201,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--total-steps", type=int, default=0, help="the run's last step (validates too)")
     parser.add_argument("--last-step", type=int, default=None, help="leave once this step is logged (default: never)")
     parser.add_argument("--poll-s", type=float, default=10.0, help="seconds between looks at the file")
+    parser.add_argument("--planned-step-s", type=float, default=0, help="the run plan's step time (0: no pace check)")
+    parser.add_argument("--pace-steps", type=int, default=3, help="training steps the pace check waits for")
+    parser.add_argument("--pace-factor", type=float, default=2.0, help="tolerated ratio to the plan, either way")
+    parser.add_argument(
+        "--pace-action", choices=("warn", "stop"), default="warn", help="beyond the factor: warn, or stop the run"
+    )
     args = parser.parse_args(argv)
     bounds = Bounds(
         args.first_step_s, args.min_s, args.factor, args.window, args.validation_s, args.test_freq, args.total_steps
     )
-    stall = watch(args.metrics, args.stop_file, bounds, args.poll_s, args.last_step)
+    pace = Pace(args.planned_step_s, args.pace_steps, args.pace_factor, args.pace_action == "stop")
+    stall = watch(args.metrics, args.stop_file, bounds, args.poll_s, args.last_step, pace=pace)
     print(stall or f"progress watchdog: {args.metrics} reached step {args.last_step}; the run is finishing", flush=True)
 
 

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# MicroCoder-GRPO on Qwen3-4B-Instruct-2507, 4K responses, one stage on 6 nodes x 8 GPUs (configs/microcoder_4k.yaml),
+# MicroCoder-GRPO on Qwen3-4B-Instruct-2507, 4K responses, 300 steps on one node of 8 GPUs (configs/microcoder_4k.yaml),
 # best checkpoint by LiveCodeBench score, then LiveCodeBench at 8K tokens, 4 samples (configs/eval_microcoder_8k.yaml;
 # MicroCoder: train on 4K, test on 4K and 8K, average accuracy over four attempts). The training data is required:
 #   sbatch launch/run_microcoder_4k.sh data.train_files=/path/microcoder_dataset/train.parquet
 # (or the DeepCoder mix: data.train_files=data/deepcoder_mix/train.parquet).
 #SBATCH --job-name=microcoder-4k
-#SBATCH --nodes=6
+#SBATCH --nodes=1
 #SBATCH --ntasks-per-node=1
 #SBATCH --gpus-per-node=8
 #SBATCH --exclusive
 #SBATCH --mem=0
-#SBATCH --time=48:00:00
+#SBATCH --time=12:00:00
 #SBATCH --output=%x-%j.out
 # Every #SBATCH line is a default: sbatch options on the command line win (sbatch --nodes=2 --time=4:00:00 ...).
 # Knobs: launch/stage_chain.sh and launch/lib/ray_slurm.sh. Usage: [sbatch] launch/run_microcoder_4k.sh [hydra overrides...]

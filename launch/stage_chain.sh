@@ -32,6 +32,20 @@
 #                          plan"); empty: the stages' configured lengths (planned for 4,608 GPU-hours on 48 GPUs) []
 #   CHECKPOINT_GB          one checkpoint's size as saved, for the disk check; empty: from the first stage's model
 #                          config when it is local or in the Hugging Face cache, else the check is skipped []
+#   STAGE_OVERRIDES_<CONFIG>  hydra overrides of that config only (a stage, the re-scoring, the final evaluation or
+#                          stage 0), word-split, after the common ones (after the script name), e.g.
+#                          STAGE_OVERRIDES_dapo_40k="context=24k actor_rollout_ref.rollout.max_num_seqs=96"; a name the
+#                          job does not run fails the preflight []
+#   NOUSCODER_CONFIG_DIR   the experiment config directory (a copy of configs/ with your own experiments), read by the
+#                          preflight and every trainer run alike [this repository's configs/]
+#   MODEL_CONFIG           the first stage's model's config.json, where the model is not on this machine yet (the
+#                          preflight's shape, memory, plan and disk checks need it; the experiments' own models are
+#                          known) [the model's own: a directory or the Hugging Face cache]
+#   GPU, GPU_MEMORY_GB     the GPU kind the plan and memory checks assume (h100, h200, a100, b200), and its memory if
+#                          another [h100, the kind's]
+#   PACE_CHECK_STEPS, PACE_FACTOR, PACE_ACTION  after PACE_CHECK_STEPS training steps of a stage, their median step
+#                          time against the run plan's: beyond PACE_FACTOR either way, a warning (warn) or the run
+#                          stopped (stop), naming the re-plan command (launch/progress_watchdog.py) [3, 2, warn]
 #   TRAINER_CMD            trainer, called as TRAINER_CMD --config-name CONFIG OVERRIDES... for training and for
 #                          the validation-only evaluations [python -m recipe.nouscoder.main]
 #   RESCORE                "STAGE=CONFIG ...": pick STAGE's model by the validation score of CONFIG (a val_only
@@ -110,7 +124,7 @@ EVAL_BENCHMARK_DIR=${EVAL_BENCHMARK_DIR:-$SUBMIT_DIR/data/benchmarks}
 OFFLINE_FILTER_CONFIG=${OFFLINE_FILTER_CONFIG:-offline_filter}
 read -ra STAGE_LIST <<<"$STAGES"
 # Per config, from launch/preflight.py: overrides appended to its command; the progress watchdog's facts.
-declare -A RESCORE_CONFIG=() OVERRIDES=() TEST_FREQ=() TOTAL_STEPS=() EXPECTED_S=()
+declare -A RESCORE_CONFIG=() OVERRIDES=() TEST_FREQ=() TOTAL_STEPS=() EXPECTED_S=() STEP_S=()
 
 # The re-scoring config of each stage, from RESCORE="STAGE=CONFIG ...", for stages of STAGES only.
 parse_rescore() {
@@ -137,6 +151,11 @@ run_preflight() {
   [[ -z "${BUDGET_GPU_HOURS:-}" ]] || args+=(--budget-gpu-hours "$BUDGET_GPU_HOURS")
   [[ -z "${CHECKPOINT_GB:-}" ]] || args+=(--checkpoint-gb "$CHECKPOINT_GB")
   [[ -z "${INIT_MODEL:-}" ]] || args+=(--init-model "$INIT_MODEL")
+  [[ -z "${MODEL_CONFIG:-}" ]] || args+=(--model-config "$MODEL_CONFIG")
+  [[ -z "${GPU:-}" ]] || args+=(--gpu "$GPU")
+  [[ -z "${GPU_MEMORY_GB:-}" ]] || args+=(--gpu-memory-gb "$GPU_MEMORY_GB")
+  local var
+  for var in $(compgen -v STAGE_OVERRIDES_); do args+=(--config-overrides "${var#STAGE_OVERRIDES_}=${!var}"); done
   log "preflight of $STAGES${RESCORE:+, $RESCORE}$([[ "$RUN_EVAL" == 1 ]] && echo ", $EVAL_CONFIG") on $NNODES node(s) x $GPUS_PER_NODE GPU(s): layout, bill of materials, run plan, disk"
   output=$(python "$LAUNCH_DIR/preflight.py" "${args[@]}" "${LAUNCHER_OVERRIDES[@]}" "$@" \
     2> >(tee "$LOG_DIR/preflight.log" | grep '^preflight' >&2)) ||
@@ -147,6 +166,7 @@ run_preflight() {
       test_freq) TEST_FREQ[$name]=$value ;;
       steps) TOTAL_STEPS[$name]=$value ;;
       expected_s) EXPECTED_S[$name]=$value ;;
+      step_s) STEP_S[$name]=$value ;;
       train_files) TRAIN_FILES=$value ;;
       model) FIRST_MODEL=$value ;;
     esac
@@ -214,13 +234,14 @@ run_wandb_id() {
 run_trainer() {
   local config=$1 run_subdir=$2 name=$3 log_file=$4
   shift 4
-  local wandb_id layout
+  local wandb_id layout own var=STAGE_OVERRIDES_$config
   mkdir -p "$run_subdir"
   wandb_id=$(run_wandb_id "$run_subdir" "$name")
   export WANDB_RUN_ID=$wandb_id WANDB_RESUME=allow
   local -a overrides=("trainer.experiment_name=${RUN_NAME}_$name" "${LAUNCHER_OVERRIDES[@]}")
   read -ra layout <<<"${OVERRIDES[$config]:-}"
-  overrides+=("$@" "${layout[@]}" "trainer.default_local_dir=$run_subdir"
+  read -ra own <<<"${!var:-}"
+  overrides+=("$@" "${own[@]}" "${layout[@]}" "trainer.default_local_dir=$run_subdir"
     "++ray_kwargs.ray_init.runtime_env.env_vars.WANDB_RUN_ID=$wandb_id"
     "++ray_kwargs.ray_init.runtime_env.env_vars.WANDB_RESUME=allow" "${EXTRA_OVERRIDES[@]}")
   log "$name: ${TRAINER[*]} --config-name $config ${overrides[*]} (wandb run $wandb_id)"
@@ -251,7 +272,8 @@ start_watchdog() {
     --min-s "${STALL_MIN_S:-1800}" --factor "${STALL_FACTOR:-3}" --window "${STALL_WINDOW:-5}" \
     --validation-s "${STALL_VALIDATION_S:-3600}" --test-freq "${TEST_FREQ[$config]:-0}" \
     --total-steps "${TOTAL_STEPS[$config]:-0}" "${last[@]}" --poll-s "${STALL_POLL_S:-10}" \
-    >>"$LOG_DIR/watchdog.log" 2>&1 &
+    --planned-step-s "${STEP_S[$config]:-0}" --pace-steps "${PACE_CHECK_STEPS:-3}" --pace-factor "${PACE_FACTOR:-2}" \
+    --pace-action "${PACE_ACTION:-warn}" > >(tee -a "$LOG_DIR/watchdog.log" | grep --line-buffered '^WARNING: step time' >&2) 2>&1 &
   WATCHDOG_PID=$!
   HELPER_PIDS+=("$WATCHDOG_PID")
 }

@@ -10,6 +10,7 @@ Needs the Debian packages slurm-wlm and munge (`make system-deps` installs them 
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import shutil
@@ -19,11 +20,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig
 
 # launch/*.py import their siblings by name, as `python launch/X.py` runs them (the script's directory first on
 # sys.path); the tests that import them in-process do the same.
@@ -263,3 +265,33 @@ def test_bash_path():
 def find_processes():
     """`find_processes(*markers)`: PIDs whose command line and environment contain every marker."""
     return processes_mentioning
+
+
+@functools.cache
+def _composed_yaml(directory: str, name: str, overrides: tuple[str, ...]) -> str:
+    from omegaconf import OmegaConf
+
+    from recipe.nouscoder.configs import compose_experiment
+
+    return OmegaConf.to_yaml(compose_experiment(name, list(overrides)))
+
+
+def compose_once(name: str, overrides: Sequence[str] = ()) -> DictConfig:
+    """`compose_experiment`, each (config directory, name, overrides) composed once per test session (~0.5 s each);
+    every call gets its own copy."""
+    from omegaconf import OmegaConf
+
+    from recipe.nouscoder.configs import config_dir
+
+    config = OmegaConf.create(_composed_yaml(str(config_dir()), name, tuple(overrides)))
+    assert isinstance(config, DictConfig)
+    return config
+
+
+@pytest.fixture(autouse=True)
+def composition_once_per_session(monkeypatch):
+    """The launch scripts' in-process composition (launch/chain.py) through the session's cache."""
+    import chain
+
+    monkeypatch.setattr(chain, "compose_experiment", compose_once)
+    return compose_once

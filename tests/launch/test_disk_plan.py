@@ -10,23 +10,22 @@ from __future__ import annotations
 
 import disk_plan
 import pytest
-from run_plan import replicas
-
-from recipe.nouscoder.configs import compose_experiment
+from chain import compose
+from disk_plan import replicas
 
 P = 14.8e9
 
 
 def test_the_nouscoder_trainer_saves_both_copies_and_the_colocated_one_a_single_one():
-    assert replicas(compose_experiment("dapo_32k", [])) == 2  # 16 GPUs / fsdp_size 8
-    assert replicas(compose_experiment("dapo_32k", ["actor_rollout_ref.actor.fsdp_config.fsdp_size=-1"])) == 1
-    assert replicas(compose_experiment("debug_64", [])) == 1
+    assert replicas(compose("dapo_32k", [])) == 2  # 16 GPUs / fsdp_size 8
+    assert replicas(compose("dapo_32k", ["actor_rollout_ref.actor.fsdp_config.fsdp_size=-1"])) == 1
+    assert replicas(compose("debug_64", [])) == 1
 
 
 def test_the_chain_peaks_while_the_40k_stage_selects_beside_the_32k_remains():
     stages = [
-        disk_plan.stage_disk("dapo_32k", compose_experiment("dapo_32k", []), P, keep_last=2, rescore_top_k=3),
-        disk_plan.stage_disk("dapo_40k", compose_experiment("dapo_40k", []), P, keep_last=2, rescore_top_k=None),
+        disk_plan.stage_disk("dapo_32k", compose("dapo_32k", []), P, keep_last=2, rescore_top_k=3),
+        disk_plan.stage_disk("dapo_40k", compose("dapo_40k", []), P, keep_last=2, rescore_top_k=None),
     ]
     checkpoint, shards, merged = 12 * P * 2, 4 * P * 2, 2 * P
     assert stages[0].checkpoint_bytes == pytest.approx(checkpoint)  # 355.2 GB
@@ -41,8 +40,8 @@ def test_the_chain_peaks_while_the_40k_stage_selects_beside_the_32k_remains():
 
 
 def test_stage_0s_generations_and_the_free_space_of_a_path_not_created_yet(tmp_path):
-    config = compose_experiment("offline_filter", [])
-    assert disk_plan.generations_bytes(config, 24_000) == pytest.approx(24_000 * 8 * 8192 * 4)  # 6.3 GB of text
+    config = compose("offline_filter", [])
+    assert disk_plan.generations_bytes(config, 24_000, 0.5) == pytest.approx(24_000 * 8 * 8192 * 4)  # 6.3 GB of text
     assert disk_plan.free_bytes(tmp_path / "not" / "yet") == disk_plan.free_bytes(tmp_path)
     (tmp_path / "held").write_bytes(b"x" * 10_000)
     assert disk_plan.used_bytes(tmp_path) >= 10_000 and disk_plan.used_bytes(tmp_path / "none") == 0
@@ -64,3 +63,18 @@ def test_a_local_model_is_sized_from_its_config_and_a_missing_one_is_unknown(tmp
     layer = (16 * 16 + 16) + 2 * (8 * 16 + 8) + 16 * 16 + 3 * 16 * 32 + 2 * 16
     assert disk_plan.model_params(str(tmp_path)) == 100 * 16 + 2 * layer + 16
     assert disk_plan.model_params(str(tmp_path / "absent")) is None
+
+
+def test_the_cli_prints_each_checkpoint_and_the_peak(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        disk_plan.main(["--help"])
+    assert exit_info.value.code == 0
+    usage = capsys.readouterr().out
+    for flag in ("--stages", "--nodes", "--model-config", "--keep-last", "--output-root", "--config-overrides"):
+        assert flag in usage
+    disk_plan.main(["--nodes", "4", "--stages", "deepcoder_16k deepcoder_32k", "--offline-filter-config", "none"])
+    out = capsys.readouterr().out
+    # DeepSeek-R1-Distill-Qwen-14B, fully sharded over 32 GPUs: one copy, 12 B x 14.77e9 = 177 GB per checkpoint
+    assert (
+        "- a checkpoint of deepcoder_16k: 177 GB" in out and "disk at the peak (selecting deepcoder_32k's model)" in out
+    )

@@ -17,6 +17,7 @@ import pytest
 from data_prep.build_deepcoder_mix import main as build_data
 
 REPO = Path(__file__).resolve().parents[2]
+TINY_MODEL_CONFIG = REPO / "tests" / "launch" / "data" / "tiny_qwen3" / "config.json"  # the preflight's facts
 
 pytestmark = pytest.mark.integration  # a real Slurm / Ray cluster and the stage chain end to end
 
@@ -59,6 +60,11 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
             "EVAL_DATA": str(tmp_path / "mix" / "test.parquet"),
             "WATCH_POLL_S": "0.5",
             "BOM_CHECK": "0",  # microcoder_4k needs vLLM and flash-attn, which this CPU machine lacks
+            "MODEL_CONFIG": str(TINY_MODEL_CONFIG),  # a 4B model's memory fits no fake GPU
+            # one config's own overrides, and the pace check against the plan's step time (the stand-in's steps
+            # take ~0 s of a planned ~80 s: "leave unused"), polled often enough to see the steps as they come
+            "STAGE_OVERRIDES_microcoder_4k": "trainer.project_name=per_stage",
+            "STALL_POLL_S": "0.2",
         }
     )
     launcher = subprocess.Popen(
@@ -90,11 +96,16 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
     ]
     assert call["config_name"] == "microcoder_4k" and call["ray"]["GPU"] == 1 and call["steps"] == [1, 2, 3, 4]
     assert call["overrides"]["trainer.nnodes"] == "1" and call["overrides"]["trainer.n_gpus_per_node"] == "1"
+    assert call["overrides"]["trainer.project_name"] == "per_stage"  # STAGE_OVERRIDES_microcoder_4k, after the common
+    assert re.search(
+        r"WARNING: step time: steps 1-3 of \S+/microcoder_4k/checkpoints/metrics.jsonl took a median 0 s", output
+    )
     # Scores of 4 steps peak at step (4 + 1) // 2 = 2; with --no-merge the selection names the actor shards.
     best = run_dir / "microcoder_4k" / "checkpoints" / "global_step_2" / "actor"
     assert (run_dir / "microcoder_4k" / "best_model").read_text().strip() == str(best)
     (evaluation,) = [json.loads(line) for line in (run_dir / "final_eval" / "fake_trainer_calls.jsonl").open()]
     assert evaluation["config_name"] == "eval_microcoder_8k" and evaluation["model"] == str(best)
+    assert "trainer.project_name" not in evaluation["overrides"]  # the stage's own overrides stay its own
     assert evaluation["ray"]["GPU"] == 1 and (run_dir / "final_eval" / "DONE").is_file()
     # the pass@k report of verl's dump (the stand-in's 4 responses per problem, MicroCoder's n), as on one node
     report = json.loads((run_dir / "final_eval" / "report" / "results.json").read_text())
@@ -117,6 +128,7 @@ def test_a_too_small_output_root_fails_before_ray_starts_naming_both_numbers_and
             "EVAL_DATA": str(tmp_path / "lcb.parquet"),
             "OFFLINE_FILTER": "none",
             "CHECKPOINT_GB": "1000",
+            "MODEL_CONFIG": str(TINY_MODEL_CONFIG),
         }
     )
     one_node = [
@@ -124,6 +136,10 @@ def test_a_too_small_output_root_fails_before_ray_starts_naming_both_numbers_and
         "trainer.n_gpus_per_node=1",
         "actor_rollout_ref.rollout.nnodes=1",
         "actor_rollout_ref.rollout.n_gpus_per_node=1",
+        "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=40960",
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=40960",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
     ]
     script = str(REPO / "launch" / "run_dapo_32k_to_40k.sh")
     result = subprocess.run(

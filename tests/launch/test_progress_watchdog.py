@@ -85,3 +85,50 @@ def test_watch_reports_the_stall_with_its_numbers_and_leaves_after_the_last_step
 
     assert wd.watch(metrics, tmp_path / "none.txt", bounds, 0, last_step=0, clock=clock_to_the_end) is None
     assert not (tmp_path / "none.txt").exists()
+
+
+def step_line(step: int, step_s: float, save_s: float = 0.0) -> str:
+    """A training step as verl logs it: its step timer (the save inside it) and the actor update's."""
+    data = {"timing_s/step": step_s + save_s, "timing_s/save_checkpoint": save_s, "timing_s/update_actor": 9.0}
+    return json.dumps({"step": step, "data": data}) + "\n"
+
+
+def test_the_pace_check_compares_the_median_of_the_first_steps_with_the_plan(tmp_path):
+    metrics = tmp_path / "metrics.jsonl"
+    progress = wd.Progress(metrics)
+    pace = wd.Pace(planned_step_s=1000, steps=3, factor=2.0)
+    metrics.write_text(line(0) + step_line(1, 2600) + step_line(2, 2400, save_s=300))
+    progress.poll(0.0)
+    assert progress.step_times == {1: 2600, 2: 2400} and pace.verdict(metrics, progress.step_times) is None  # 2 of 3
+    with metrics.open("a") as handle:
+        handle.write(step_line(3, 2200))
+    progress.poll(1.0)
+    warning = pace.verdict(metrics, progress.step_times)
+    assert warning.startswith(f"step time: steps 1-3 of {metrics} took a median 2400 s, the run plan 1000 s (x2.40")
+    assert "overrun the time booked for them" in warning and f"run_plan.py --measured {metrics}" in warning
+    assert wd.Pace(planned_step_s=1500, steps=3, factor=2.0).verdict(metrics, progress.step_times) is None
+    assert "leave unused" in wd.Pace(planned_step_s=5000, steps=3).verdict(metrics, progress.step_times)
+
+
+def test_a_stopping_pace_check_stops_the_run_and_a_warning_one_lets_it_go_on(tmp_path, capsys):
+    metrics, stop = tmp_path / "metrics.jsonl", tmp_path / "stall.txt"
+    metrics.write_text("")
+    bounds = wd.Bounds(first_step_s=10_000, min_s=10_000, factor=3, window=5, validation_s=0)
+
+    def run(pace: wd.Pace, stop_file) -> str | None:
+        times = iter(range(0, 10_000, 10))
+        metrics.write_text("")
+
+        def clock() -> float:
+            now = next(times)
+            if now in (100, 200, 300):
+                with metrics.open("a") as handle:
+                    handle.write(step_line(now // 100, 50.0))
+            return float(now)
+
+        return wd.watch(metrics, stop_file, bounds, 0, last_step=3, clock=clock, pace=pace)
+
+    assert run(wd.Pace(planned_step_s=10, stop=False), stop) is None  # warned, then the run finished
+    assert "WARNING: step time: steps 1-3" in capsys.readouterr().out and not stop.exists()
+    reason = run(wd.Pace(planned_step_s=10, stop=True), stop)
+    assert reason.endswith("; stopped (PACE_ACTION=stop)") and stop.read_text().strip() == reason

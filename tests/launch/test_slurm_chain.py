@@ -40,13 +40,24 @@ BEST_STEP = 3
 RESCORE_TOP_K = 2
 RESCORED_BEST_STEP = 2
 KEEP_LAST = 2
-# One node x 2 fake GPUs for the separate-async NousCoder stages: one GPU for each pool.
+# One node x 2 fake GPUs for the separate-async NousCoder stages: one GPU for each pool, in a shape verl accepts there
+# (the preflight checks it: one GPU holds no Ulysses group of 4 nor a 2-GPU vLLM replica, so one micro-batch holds
+# the longest sequence).
+ONE_GPU_SHAPE = (
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1",
+    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=40960",
+    "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=40960",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+)
 DAPO_ON_ONE_NODE = (
     "trainer.nnodes=1",
     "trainer.n_gpus_per_node=1",
     "actor_rollout_ref.rollout.nnodes=1",
     "actor_rollout_ref.rollout.n_gpus_per_node=1",
+    *ONE_GPU_SHAPE,
 )
+# The jobs' fake GPUs hold the planner's facts of a tiny model, not Qwen3-14B's (whose memory no fake GPU fits).
+TINY_MODEL_CONFIG = REPO / "tests" / "launch" / "data" / "tiny_qwen3" / "config.json"
 
 
 NODE_PORTS = (
@@ -75,7 +86,8 @@ def launch_env(local_slurm, work: Path, ray_root: Path, **extra: str) -> dict[st
     """The launcher's environment for the tests. The node check of the bill of materials is off: the dapo and
     microcoder configs need vLLM, cupy and flash-attn, which this CPU machine lacks (the check runs in
     test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_it); so is stage 0 (OFFLINE_FILTER=
-    none), which needs a real training parquet (the chain test gives one)."""
+    none), which needs a real training parquet (the chain test gives one). The preflight plans for a tiny model
+    (MODEL_CONFIG) on the fake GPUs."""
     (work / "lcb_test.parquet").touch()
     env = {
         "PATH": local_slurm.path_with_test_bash(f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
@@ -101,6 +113,7 @@ def launch_env(local_slurm, work: Path, ray_root: Path, **extra: str) -> dict[st
         "EVAL_DATA": str(work / "lcb_test.parquet"),
         "OFFLINE_FILTER": "none",
         "BOM_CHECK": "0",
+        "MODEL_CONFIG": str(TINY_MODEL_CONFIG),
     }
     env.update(extra)
     return env
@@ -194,6 +207,7 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
         FAKE_TRAINER_STALL_MARKER=str(tmp_path / "stalled_once"),
         STALL_FIRST_STEP_S="300",
         STALL_MIN_S="10",
+        STALL_VALIDATION_S="0",  # every step validates (test_freq 1), in no time
         STALL_POLL_S="1",
         DIAGNOSTICS_TIMEOUT_S="20",
     )
@@ -204,8 +218,14 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     )
     eval_data = {"lcb_v6": sample_mix / "test.parquet", "humanevalplus": tmp_path / "bench" / "humanevalplus.parquet"}
     env["EVAL_BENCHMARKS"] = " ".join(f"{name}={path}" for name, path in eval_data.items())
-    # The stages' length as the stand-in runs them: the watchdog leaves a run once its last step is logged.
-    overrides = (f"data.train_files={train}", f"trainer.total_training_steps={STEPS}")
+    # The stages' length and cadence as the stand-in runs them (it saves and validates every step): the watchdog
+    # leaves a run once its last step is logged; the preflight wants RESCORE_TOP_K validated checkpoints.
+    overrides = (
+        f"data.train_files={train}",
+        f"trainer.total_training_steps={STEPS}",
+        "trainer.save_freq=1",
+        "trainer.test_freq=1",
+    )
     job1, job2, job3 = submit_with_retries(local_slurm, tmp_path, env, 2, *overrides)
 
     state, exit_code = local_slurm.wait_job(job1, timeout_s=1200)

@@ -65,3 +65,13 @@ def test_a_rescored_stage_outside_stages_is_refused(tmp_path):
         'ERROR: RESCORE=dapo_32k=eval_lcb_40k names stage dapo_32k, which is not one of STAGES="debug_64": drop it '
         "(RESCORE=) or add the stage." in result.stderr
     )
+
+
+def test_the_deepcoder_wrapper_chains_its_two_stages_and_evaluates_as_the_card(tmp_path):
+    """No re-scoring, no stage 0, and DeepCoder's own evaluation: LiveCodeBench v5 at 64K (eval_lcb_v5_64k)."""
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "stage_chain.sh").write_text('echo "$STAGES|RESCORE=$RESCORE|$OFFLINE_FILTER|$EVAL_CONFIG|$EVAL_DATA"\n')
+    assert run("run_deepcoder_16k_to_32k.sh", tmp_path, LAUNCH_DIR=str(stub)).stdout.strip() == (
+        f"deepcoder_16k deepcoder_32k|RESCORE=|none|eval_lcb_v5_64k|{tmp_path}/data/benchmarks/lcb_v5.parquet"
+    )

@@ -50,6 +50,12 @@ ALL_CONFIGS = [*TRAINING_CONFIGS, *EVAL_CONFIGS, "offline_filter"]
 # The values each config requires (`${required:...}`), as a user passes them.
 REQUIRED_OVERRIDES = {
     **{name: ["actor_rollout_ref.model.path=/models/best"] for name in EVAL_CONFIGS},
+    # second stages start from the first stage's selected model (here: the base model's name, as in the tables)
+    **{
+        f"{objective}_40k": ["actor_rollout_ref.model.path=Qwen/Qwen3-14B"]
+        for objective in ("dapo", "gspo", "gspo_plus")
+    },
+    "deepcoder_32k": ["actor_rollout_ref.model.path=deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"],
     "microcoder_4k": ["data.train_files=data/deepcoder_mix/train.parquet"],
     "offline_filter": [
         "actor_rollout_ref.model.path=Qwen/Qwen3-14B",
@@ -325,11 +331,14 @@ def test_eval_lcb_v5_64k_is_deepcoder_s_evaluation() -> None:
     assert (val.temperature, val.top_p) == (0.6, 0.95)
 
 
-def test_eval_lcb_80k_uses_yarn_factor_2() -> None:
-    """YaRN factor 2 over 40,960 positions -> 81,920 tokens; Table 3 evaluation sampling."""
+QWEN3_NATIVE = 32_768  # Qwen3-14B model card: "32,768 natively"; YaRN with original_max_position_embeddings 32768
+
+
+def test_eval_lcb_80k_uses_yarn_over_qwen3s_native_positions() -> None:
+    """YaRN factor 2.5 over Qwen3's 32,768 native positions -> 81,920 tokens; Table 3 evaluation sampling."""
     config = composed("eval_lcb_80k")
     rope = config.actor_rollout_ref.model.override_config.rope_scaling
-    assert (rope.rope_type, rope.factor, rope.original_max_position_embeddings) == ("yarn", 2.0, QWEN3_14B_CONTEXT)
+    assert (rope.rope_type, rope.factor, rope.original_max_position_embeddings) == ("yarn", 2.5, QWEN3_NATIVE)
     assert rope.factor * rope.original_max_position_embeddings == 81_920
     assert config.actor_rollout_ref.rollout.engine_kwargs.vllm.hf_overrides.rope_scaling == rope
     assert config.actor_rollout_ref.rollout.max_model_len == 81_920
@@ -347,7 +356,9 @@ def test_training_configs_use_the_cluster_shape(name: str) -> None:
         config.actor_rollout_ref.rollout.max_model_len
         == config.data.max_prompt_length + config.data.max_response_length
     )
-    expected_gpus = 8 if name == "debug_64" else 48  # 6 nodes x 8 GPUs (NousCoder blog); debug_64: one node
+    # 6 nodes x 8 GPUs (NousCoder blog); debug_64 and MicroCoder one node; DeepCoder 4 nodes (its mini-batch of 1,024
+    # sequences divides by 32 GPUs / Ulysses 4, never by 48's data-parallel sizes: configs/README.md)
+    expected_gpus = {"debug_64": 8, "microcoder_4k": 8, "deepcoder_16k": 32, "deepcoder_32k": 32}.get(name, 48)
     assert _total_gpus(config) == expected_gpus
     assert "file" in config.trainer.logger  # select_checkpoint reads the file logger
     assert config.nouscoder.metrics.enable is True  # R2's extensions node landed under `nouscoder`
