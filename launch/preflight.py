@@ -28,24 +28,33 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from bill_of_materials import bill_of_materials, merged
+from data_check import DataUse, as_files, column_problems, prompt_budget_problems
 from disk_plan import free_bytes, gb, generations_bytes, model_params, peak_bytes, stage_disk, used_bytes
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 from run_plan import (
     CHECKPOINT_BYTES_PER_PARAM,
     LCB_V6_PROBLEMS,
+    MODEL_LOAD_S,
+    PARAMS,
     TRAIN_PROBLEMS,
     evaluation_s,
     plan,
     replicas,
     stage_cost,
 )
+from site_check import local_model_dir, site_needs
 from stage_layout import LayoutError, layout_overrides
 
 from recipe.nouscoder.configs import compose_experiment
 from recipe.nouscoder.run.required_values import check_required_values
+from recipe.nouscoder.run.validation_coverage import runs_validation
 
 PLAN_KEYS = ("trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq")
+# A job's start before its trainer steps (Ray on every node, then the trainer's start-up, run_plan.MODEL_LOAD_S), and
+# what the chain leaves after the trainer's last save (selection, Ray's stop), for the jobs a time limit takes.
+RAY_START_S = 300.0
+DEFAULT_SAVE_LEAD_S = 2700.0  # a training stage the plan does not cover: one 32k-stage step, a validation, a save
 
 
 class PreflightError(Exception):
@@ -137,7 +146,7 @@ def budget_overrides(args: argparse.Namespace, fitted: dict[str, DictConfig], re
 
 def report_durations(
     args: argparse.Namespace, fitted: dict[str, DictConfig], others: list[str], rescore: dict[str, str], rows: int
-) -> None:
+) -> float:
     """The watchdog's facts per config, and the chain's expected duration (run_plan.py's assumptions)."""
     stages = args.stages.split()
     hours = 0.0
@@ -160,10 +169,8 @@ def report_durations(
         hours += seconds / 3600 * (args.rescore_top_k if name in rescore.values() else 1)
         emit("expected_s", name, math.ceil(seconds))
     if hours:
-        report(
-            f'the chain needs ~{hours:.0f} h of this allocation (Qwen3-14B on H100s, configs/README.md "Run plan"); '
-            'a job\'s time limit ends it earlier and the next submission resumes (launch/README.md, "How to resume")'
-        )
+        report(f'the chain needs ~{hours:.0f} h of this allocation (Qwen3-14B on H100s, configs/README.md "Run plan")')
+    return hours
 
 
 def check_disk(
@@ -177,11 +184,12 @@ def check_disk(
     else:
         params = model_params(model)
     if params is None:
+        params = PARAMS
         report(
             f"WARNING: disk: the size of {model} is unknown here (not a local model or in the Hugging Face cache): "
-            "the free space of OUTPUT_ROOT is not checked; set CHECKPOINT_GB to check it"
+            f"checked with the plan's model size, {PARAMS / 1e9:.1f}B parameters (Qwen3-14B, run_plan.py); set "
+            "CHECKPOINT_GB for another model's"
         )
-        return
     top_k = args.rescore_top_k
     disks = [
         stage_disk(name, fitted[name], params, args.keep_last, top_k if name in rescore else None) for name in stages
@@ -207,6 +215,99 @@ def check_disk(
     )
 
 
+def save_lead_s(name: str, config: DictConfig) -> float:
+    """How long before the job's time limit a training stage is asked to save and stop: one planned step that may
+    validate, its save, and 5 minutes for the trainer and Ray to stop (run_plan.stage_cost)."""
+    if not config.trainer.v1.trainer_mode.endswith("separate_async"):
+        return DEFAULT_SAVE_LEAD_S
+    cost = stage_cost(name, config)
+    return cost.step_s + cost.validation_s + cost.save_s + 300.0
+
+
+def report_time_limit(args: argparse.Namespace, fitted: dict[str, DictConfig], others: list[str], hours: float) -> None:
+    """The plan's hours against the job's --time: the jobs the chain takes (each ends with a clean save before its
+    limit and requeues itself, launch/README.md "A chain longer than the time limit"); per stage, `save_lead_s`."""
+    stages = args.stages.split()
+    leads = {name: args.save_lead_s or save_lead_s(name, fitted[name]) for name in stages}
+    for name, lead in leads.items():
+        emit("save_lead_s", name, math.ceil(lead))
+    if not args.time_limit_s:
+        return
+    lead = max(leads.values())
+    usable = args.time_limit_s - RAY_START_S - MODEL_LOAD_S - lead
+    limit = f"--time={args.time_limit_s / 3600:.1f} h"
+    if usable <= 0:
+        raise PreflightError(
+            f"{limit} leaves no time to train: each job starts Ray and the trainer (~{(RAY_START_S + MODEL_LOAD_S) / 60:.0f} min) "
+            f"and stops ~{lead / 60:.0f} min before its limit for a clean save (SAVE_BEFORE_LIMIT_S): raise --time."
+        )
+    for name in others:
+        seconds = evaluation_s(fitted[name], args.nodes * args.gpus_per_node, LCB_V6_PROBLEMS)
+        if seconds > args.time_limit_s - RAY_START_S:
+            report(
+                f"WARNING: {name} (validation only, ~{seconds / 3600:.1f} h) does not fit in {limit}: it cannot stop "
+                "for a save, so every job would restart it; raise --time"
+            )
+    if hours:
+        jobs = math.ceil(hours * 3600 / usable)
+        report(
+            f"time limit: the plan's ~{hours:.1f} h against {limit} ({usable / 3600:.1f} h of it usable: start-up "
+            f"~{(RAY_START_S + MODEL_LOAD_S) / 60:.0f} min, a clean save ~{lead / 60:.0f} min before the limit): "
+            f"{jobs} job(s); each requeues itself and the next resumes from its save"
+        )
+
+
+def data_uses(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: dict[str, str]) -> list[DataUse]:
+    """What each run of the job reads, as the chain will pass it (stage 0: the first stage's training data; the
+    re-scoring and final evaluation: EVAL_DATA)."""
+    stages = args.stages.split()
+    uses = []
+    for name in stages:
+        config = fitted[name]
+        uses.append(DataUse(name, "data.train_files", as_files(config.data.train_files), config, True))
+        if runs_validation(config):
+            uses.append(DataUse(name, "data.val_files", as_files(config.data.val_files), config, False))
+    if args.offline_filter_config:
+        train = as_files(fitted[stages[0]].data.train_files)
+        uses.append(
+            DataUse(args.offline_filter_config, "data.val_files", train, fitted[args.offline_filter_config], True)
+        )
+    for name in [*rescore.values(), *filter(None, [args.eval_config])]:
+        files = (str(args.eval_data),) if args.eval_data else as_files(fitted[name].data.val_files)
+        uses.append(DataUse(name, "data.val_files", files, fitted[name], False))
+    for name in args.config:
+        if runs_validation(fitted[name]):
+            uses.append(DataUse(name, "data.val_files", as_files(fitted[name].data.val_files), fitted[name], False))
+    return uses
+
+
+def check_data(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: dict[str, str], model: str) -> None:
+    """Every run's parquet columns and the LiveCodeBench prompt budget (data_check.py), before Ray and stage 0."""
+    uses = data_uses(args, fitted, rescore)
+    problems = column_problems(uses)
+    if problems:
+        raise PreflightError("\n".join(f"data: {problem}" for problem in problems))
+    directory = local_model_dir(model)
+    if directory is None:
+        report(
+            f"data: the prompt budget is not checked here: {model} is not on this host (the site check says where to put it)"
+        )
+    else:
+        problems = prompt_budget_problems(uses, str(directory))
+        if problems:
+            raise PreflightError("\n".join(f"prompt budget: {problem}" for problem in problems))
+    files = sorted({path for use in uses for path in use.files})
+    report(f"data: {len(files)} parquet file(s) with the columns every run reads; no validation prompt over its budget")
+
+
+def write_site_manifest(args: argparse.Namespace, fitted: dict[str, DictConfig], model: str) -> None:
+    """What the site check probes on every node (site_check.py), and the collective's backend for the launcher."""
+    needs = site_needs(list(fitted.values()), args.gpus_per_node, args.allocation_gpus, [model], args.wandb)
+    args.site_manifest.write_text(json.dumps(needs, indent=1))
+    emit("site", "backend", "nccl" if needs["device"] == "cuda" else "gloo")
+    emit("site", "cupy", int(needs["nccl"]))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python launch/preflight.py", description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, required=True, help="nodes of the Ray cluster (the job's NNODES)")
@@ -229,6 +330,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="size of one checkpoint of the first stage as saved (CHECKPOINT_GB); default: from the model's config",
     )
     parser.add_argument("--init-model", default=None, help="the first stage's model (INIT_MODEL)")
+    parser.add_argument(
+        "--eval-data", type=Path, default=None, help="the re-scoring and final evaluation's data (EVAL_DATA)"
+    )
+    parser.add_argument(
+        "--site-manifest", type=Path, default=None, help="where to write what the site check probes (JSON)"
+    )
+    parser.add_argument(
+        "--allocation-gpus", type=int, default=0, help="the allocation's GPUs per node (0: none, CPU mode)"
+    )
+    parser.add_argument("--wandb", action="store_true", help="the runs log to wandb (WANDB_API_KEY is set)")
+    parser.add_argument(
+        "--time-limit-s", type=float, default=None, help="the job's time limit (sbatch --time), seconds"
+    )
+    parser.add_argument(
+        "--save-lead-s",
+        type=float,
+        default=None,
+        help="SAVE_BEFORE_LIMIT_S; default: one planned step + a save + 5 min",
+    )
     parser.add_argument("overrides", nargs="*", help="the hydra overrides every config runs with")
     return parser
 
@@ -254,9 +374,13 @@ def preflight(args: argparse.Namespace) -> None:
     rows = parquet_rows(train_files) or TRAIN_PROBLEMS
     planned = budget_overrides(args, fitted, rescore, rows) if args.budget_gpu_hours is not None else {}
     fitted |= {name: with_overrides(fitted[name], overrides) for name, overrides in planned.items()}
-    report_durations(args, fitted, list(dict.fromkeys(others)), rescore, rows)
+    hours = report_durations(args, fitted, list(dict.fromkeys(others)), rescore, rows)
+    report_time_limit(args, fitted, list(dict.fromkeys(others)), hours)
     model = args.init_model or str(first.actor_rollout_ref.model.path)
     check_disk(args, fitted, rescore, model, rows)
+    check_data(args, fitted, rescore, model)
+    if args.site_manifest:
+        write_site_manifest(args, fitted, model)
     emit("train_files", stages[0], train_files)
     emit("model", stages[0], model)
     for name in names:

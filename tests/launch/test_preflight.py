@@ -7,6 +7,8 @@ The Slurm jobs of test_slurm_chain.py run it for real (layout misfit, node check
 from __future__ import annotations
 
 import preflight
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import run_plan
 
@@ -24,6 +26,28 @@ NOUSCODER = [
     "--offline-filter-config",
     "offline_filter",
 ]
+
+
+def rows_parquet(path, rows: int):
+    """A parquet of `rows` rows with the columns every run reads (launch/data_check.py), and nothing else."""
+    table = pa.table(
+        {
+            "prompt": [[{"role": "user", "content": f"problem {index}"}] for index in range(rows)],
+            "data_source": ["livecodebench"] * rows,
+            "reward_model": [{"style": "rule", "ground_truth": "{}"}] * rows,
+            "extra_info": [{"problem_id": f"p{index}"} for index in range(rows)],
+        }
+    )
+    pq.write_table(table, path)
+    return path
+
+
+def data_args(tmp_path) -> list[str]:
+    """The data the chain's runs read: as many training problems as the plan assumes (its stage 0 cost) and a
+    LiveCodeBench-sized test split; a checkpoint size the test's disk holds (the model is not on this machine)."""
+    train = rows_parquet(tmp_path / "train.parquet", run_plan.TRAIN_PROBLEMS)
+    test = rows_parquet(tmp_path / "test.parquet", run_plan.LCB_V6_PROBLEMS)
+    return ["--eval-data", str(test), "--checkpoint-gb", "0.001", f"data.train_files={train}", f"data.val_files={test}"]
 
 
 def lines(capsys) -> dict[tuple[str, str], str]:
@@ -44,6 +68,7 @@ def test_a_budget_plans_each_stage_and_the_watchdog_gets_its_facts(tmp_path, cap
             str(tmp_path / "run"),
             "--budget-gpu-hours",
             "3000",
+            *data_args(tmp_path),
         ]
     )
     out = lines(capsys)
@@ -56,7 +81,7 @@ def test_a_budget_plans_each_stage_and_the_watchdog_gets_its_facts(tmp_path, cap
     assert out[("overrides", "eval_lcb_80k")] == "trainer.nnodes=6 trainer.n_gpus_per_node=8"
     assert int(out[("expected_s", "offline_filter")]) == pytest.approx(expected.fixed_s["offline filter"], abs=1)
     assert out[("model", "dapo_32k")] == "Qwen/Qwen3-14B"
-    assert out[("train_files", "dapo_32k")] == "data/deepcoder_mix/train.parquet"
+    assert out[("train_files", "dapo_32k")] == str(tmp_path / "train.parquet")
     assert (tmp_path / "bom.json").is_file()
 
 
