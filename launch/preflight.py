@@ -144,6 +144,12 @@ def budget_overrides(args: argparse.Namespace, fitted: dict[str, DictConfig], re
     return planned
 
 
+def validation_only_s(args: argparse.Namespace, fitted: dict[str, DictConfig], name: str, rows: int) -> float:
+    """The planned time of a validation-only run: stage 0 over the training problems, the others over LiveCodeBench."""
+    problems = rows if name == args.offline_filter_config else LCB_V6_PROBLEMS
+    return evaluation_s(fitted[name], args.nodes * args.gpus_per_node, problems)
+
+
 def report_durations(
     args: argparse.Namespace, fitted: dict[str, DictConfig], others: list[str], rescore: dict[str, str], rows: int
 ) -> float:
@@ -164,8 +170,7 @@ def report_durations(
         emit("test_freq", name, int(config.trainer.test_freq))
         emit("steps", name, steps)
     for name in others:
-        problems = rows if name == args.offline_filter_config else LCB_V6_PROBLEMS
-        seconds = evaluation_s(fitted[name], args.nodes * args.gpus_per_node, problems)
+        seconds = validation_only_s(args, fitted, name, rows)
         hours += seconds / 3600 * (args.rescore_top_k if name in rescore.values() else 1)
         emit("expected_s", name, math.ceil(seconds))
     if hours:
@@ -183,6 +188,9 @@ def check_disk(
         params = args.checkpoint_gb * 1e9 / (CHECKPOINT_BYTES_PER_PARAM * replicas(first))
     else:
         params = model_params(model)
+    if params is None and built_by_the_run(first, model):
+        report(f"disk: not checked: {model} is the CPU mode's tiny model, built by the run (checkpoints of megabytes)")
+        return
     if params is None:
         params = PARAMS
         report(
@@ -224,7 +232,9 @@ def save_lead_s(name: str, config: DictConfig) -> float:
     return cost.step_s + cost.validation_s + cost.save_s + 300.0
 
 
-def report_time_limit(args: argparse.Namespace, fitted: dict[str, DictConfig], others: list[str], hours: float) -> None:
+def report_time_limit(
+    args: argparse.Namespace, fitted: dict[str, DictConfig], others: list[str], hours: float, rows: int
+) -> None:
     """The plan's hours against the job's --time: the jobs the chain takes (each ends with a clean save before its
     limit and requeues itself, launch/README.md "A chain longer than the time limit"); per stage, `save_lead_s`."""
     stages = args.stages.split()
@@ -234,27 +244,42 @@ def report_time_limit(args: argparse.Namespace, fitted: dict[str, DictConfig], o
     if not args.time_limit_s:
         return
     lead = max(leads.values())
-    usable = args.time_limit_s - RAY_START_S - MODEL_LOAD_S - lead
     limit = f"--time={args.time_limit_s / 3600:.1f} h"
-    if usable <= 0:
+    if args.time_limit_s <= lead:
         raise PreflightError(
-            f"{limit} leaves no time to train: each job starts Ray and the trainer (~{(RAY_START_S + MODEL_LOAD_S) / 60:.0f} min) "
-            f"and stops ~{lead / 60:.0f} min before its limit for a clean save (SAVE_BEFORE_LIMIT_S): raise --time."
+            f"{limit} is shorter than the ~{lead / 60:.0f} min a training stage stops before the job's limit to save "
+            "(one step, a validation, the save; SAVE_BEFORE_LIMIT_S): no step would ever be kept. Raise --time."
         )
+    if not hours:  # no plan for these stages (not separate-async): nothing to count jobs with
+        return
+    startup = RAY_START_S + MODEL_LOAD_S
+    usable = args.time_limit_s - startup - lead
+    if usable <= 0:
+        report(
+            f"WARNING: {limit} is mostly spent starting (Ray and the trainer, ~{startup / 60:.0f} min planned) and "
+            f"saving before the limit (~{lead / 60:.0f} min): raise --time"
+        )
+        usable = args.time_limit_s - lead
     for name in others:
-        seconds = evaluation_s(fitted[name], args.nodes * args.gpus_per_node, LCB_V6_PROBLEMS)
+        seconds = validation_only_s(args, fitted, name, rows)
         if seconds > args.time_limit_s - RAY_START_S:
             report(
                 f"WARNING: {name} (validation only, ~{seconds / 3600:.1f} h) does not fit in {limit}: it cannot stop "
                 "for a save, so every job would restart it; raise --time"
             )
-    if hours:
-        jobs = math.ceil(hours * 3600 / usable)
-        report(
-            f"time limit: the plan's ~{hours:.1f} h against {limit} ({usable / 3600:.1f} h of it usable: start-up "
-            f"~{(RAY_START_S + MODEL_LOAD_S) / 60:.0f} min, a clean save ~{lead / 60:.0f} min before the limit): "
-            f"{jobs} job(s); each requeues itself and the next resumes from its save"
-        )
+    jobs = math.ceil(hours * 3600 / usable)
+    report(
+        f"time limit: the plan's ~{hours:.1f} h against {limit} ({usable / 3600:.1f} h of it usable: start-up "
+        f"~{startup / 60:.0f} min, a clean save ~{lead / 60:.0f} min before the limit): "
+        f"{jobs} job(s); each requeues itself and the next resumes from its save"
+    )
+
+
+def built_by_the_run(config: DictConfig, path: str) -> bool:
+    """Whether the CPU mode builds `path` itself when missing: its bundled sample's parquet and its tiny model
+    (recipe/nouscoder/cpu/__init__.py ``build_missing_inputs``)."""
+    built = [OmegaConf.select(config, f"nouscoder.cpu.{key}") for key in ("sample_data_dir", "tiny_model_dir")]
+    return any(directory and Path(path).is_relative_to(str(directory)) for directory in built)
 
 
 def data_uses(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: dict[str, str]) -> list[DataUse]:
@@ -278,7 +303,7 @@ def data_uses(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: 
     for name in args.config:
         if runs_validation(fitted[name]):
             uses.append(DataUse(name, "data.val_files", as_files(fitted[name].data.val_files), fitted[name], False))
-    return uses
+    return [use for use in uses if not any(built_by_the_run(use.config, path) for path in use.files)]
 
 
 def check_data(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: dict[str, str], model: str) -> None:
@@ -302,7 +327,8 @@ def check_data(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore:
 
 def write_site_manifest(args: argparse.Namespace, fitted: dict[str, DictConfig], model: str) -> None:
     """What the site check probes on every node (site_check.py), and the collective's backend for the launcher."""
-    needs = site_needs(list(fitted.values()), args.gpus_per_node, args.allocation_gpus, [model], args.wandb)
+    models = [] if built_by_the_run(fitted[args.stages.split()[0]], model) else [model]
+    needs = site_needs(list(fitted.values()), args.gpus_per_node, args.allocation_gpus, models, args.wandb)
     args.site_manifest.write_text(json.dumps(needs, indent=1))
     emit("site", "backend", "nccl" if needs["device"] == "cuda" else "gloo")
     emit("site", "cupy", int(needs["nccl"]))
@@ -375,7 +401,7 @@ def preflight(args: argparse.Namespace) -> None:
     planned = budget_overrides(args, fitted, rescore, rows) if args.budget_gpu_hours is not None else {}
     fitted |= {name: with_overrides(fitted[name], overrides) for name, overrides in planned.items()}
     hours = report_durations(args, fitted, list(dict.fromkeys(others)), rescore, rows)
-    report_time_limit(args, fitted, list(dict.fromkeys(others)), hours)
+    report_time_limit(args, fitted, list(dict.fromkeys(others)), hours, rows)
     model = args.init_model or str(first.actor_rollout_ref.model.path)
     check_disk(args, fitted, rescore, model, rows)
     check_data(args, fitted, rescore, model)

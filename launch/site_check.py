@@ -11,8 +11,9 @@ launcher to export (HF_HUB_OFFLINE=1 where the hub cannot be reached, WANDB_MODE
 The probes, each skipped when the job does not need it (or named in SITE_CHECK_SKIP):
 - driver: nvidia-smi's driver version is at least what the CUDA major of torch needs (NVIDIA, "CUDA Compatibility":
   CUDA 12.x runs on >= 525.60.13, CUDA 13.x on >= 580); needed when the allocation has GPUs or a config trains on CUDA;
-- gpus: the GPUs the driver lists that the job may use (CUDA_VISIBLE_DEVICES, by index or UUID) = the allocation's per
-  node: a GPU that fell off the bus is missing from nvidia-smi's list;
+- gpus: the GPUs the driver lists that the job may use (CUDA_VISIBLE_DEVICES, by index or UUID) against the allocation's
+  per node (GPUS_PER_NODE): a GPU that fell off the bus is missing from nvidia-smi's list (more than that: outside
+  Slurm, a machine whose GPUs the job uses part of);
 - torch_cuda: `torch.cuda.is_available()`, `torch.cuda.device_count()` = the allocation's per node, and a matmul
   on each device (configs that train on CUDA);
 - nccl: `cupy.cuda.nccl.get_version()` and a one-GPU NCCL communicator's all-reduce through cupy (what verl's NCCL
@@ -170,7 +171,7 @@ def probe_driver_and_gpus(report: NodeReport, gpus_per_node: int, skip: set[str]
         visible = job_visible(listed, visible_env)
         report.facts["gpus_visible"] = len(visible)
         names = ", ".join(f"{gpu['index']}: {gpu['name']} {gpu['memory.total']} MiB" for gpu in visible)
-        if len(visible) != gpus_per_node:
+        if len(visible) < gpus_per_node:
             report.add(
                 "gpus",
                 "error",

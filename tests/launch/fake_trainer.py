@@ -23,7 +23,8 @@ Each call appends one JSON line (config name, overrides, model, resume step, ste
 trainer.logger, Ray resources, outcome) to FAKE_TRAINER_RECORD, default
 `<trainer.default_local_dir>/fake_trainer_calls.jsonl`.
 
-Environment: FAKE_TRAINER_STEPS total steps [6]; FAKE_TRAINER_FAIL_AT="STAGE:STEP" exits 1 at that step
+Environment: FAKE_TRAINER_STEPS total steps [6]; FAKE_TRAINER_SAVE_EVERY steps between saves [1] (the last step and a
+stop request save too); FAKE_TRAINER_FAIL_AT="STAGE:STEP" exits 1 at that step
 of that stage before its checkpoint is saved; FAKE_TRAINER_STALL_AT="STAGE:STEP" hangs at that step without logging
 (as a stuck collective would) while the file FAKE_TRAINER_STALL_MARKER does not exist, and writes it: the run after
 it goes on; FAKE_TRAINER_STEP_SECONDS sleep per step [0].
@@ -41,7 +42,11 @@ from pathlib import Path
 
 import torch
 
+from recipe.nouscoder.training.stop_request import acknowledge, stop_requested, verl_saves_step
+
 METRIC_KEY = "val-core/livecodebench/acc/mean@1"
+# What the launcher must get to the process where verl's trainer and wandb run (recorded per call).
+ACTOR_ENV = ("HF_HOME", "HF_HUB_OFFLINE", "WANDB_MODE", "WANDB_DIR", "WANDB_ENTITY", "NOUSCODER_STOP_REQUEST")
 RESCORE_PEAK_STEP = 2  # the validation-only score peaks here, the in-run score at (STEPS + 1) // 2
 TINY_QWEN2 = {
     "architectures": ["Qwen2ForCausalLM"],
@@ -221,8 +226,10 @@ def stall_once(config_name: str, step: int) -> None:
 
 
 def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict) -> None:
-    """Train (pretend) from the resume step to FAKE_TRAINER_STEPS; fills `record`."""
+    """Train (pretend) from the resume step to FAKE_TRAINER_STEPS, saving every FAKE_TRAINER_SAVE_EVERY steps and the
+    last, and, as the recipe's trainer does, at the launcher's stop request (stop_request.py); fills `record`."""
     total = int(os.environ.get("FAKE_TRAINER_STEPS", "6"))
+    save_every = int(os.environ.get("FAKE_TRAINER_SAVE_EVERY", "1"))
     start = resume_step(checkpoint_dir, resume_mode)
     record["resumed_from"] = start
     fail_stage, _, fail_step = os.environ.get("FAKE_TRAINER_FAIL_AT", "").partition(":")
@@ -235,11 +242,19 @@ def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict
             record["outcome"] = f"failed at step {step}"
             print(f"fake_trainer: failing at step {step} as FAKE_TRAINER_FAIL_AT asks", file=sys.stderr)
             return
-        save_checkpoint(checkpoint_dir, step)
+        request = stop_requested()
+        saved = verl_saves_step(step, total, save_every) or request is not None
+        if saved:
+            save_checkpoint(checkpoint_dir, step)
         score = validation_score(step, total)
         log_metrics(checkpoint_dir, step, {"actor/pg_loss": 0.0, METRIC_KEY: score})
         record["steps"].append(step)
-        print(f"fake_trainer: step {step}/{total} saved, {METRIC_KEY} = {score}")
+        print(f"fake_trainer: step {step}/{total}{' saved' if saved else ''}, {METRIC_KEY} = {score}", flush=True)
+        if request is not None:
+            acknowledge(request, step)
+            record["outcome"] = f"stopped at step {step} by {request.name}"
+            print(f"fake_trainer: stop request: saved step {step} and stopping", flush=True)
+            return
 
 
 class FakeTaskRunner:
@@ -255,6 +270,8 @@ class FakeTaskRunner:
             "model": str(config.actor_rollout_ref.model.path),
             "wandb_run_id": os.environ.get("WANDB_RUN_ID"),
             "wandb_resume": os.environ.get("WANDB_RESUME"),
+            "env": {name: os.environ.get(name) for name in ACTOR_ENV},
+            "project_name": str(config.trainer.project_name),
             "logger": list(config.trainer.logger),
             "ray": ray_resources(config.trainer.nnodes * config.trainer.n_gpus_per_node),
             "resumed_from": 0,
@@ -278,7 +295,7 @@ class FakeTaskRunner:
         record_file = Path(os.environ.get("FAKE_TRAINER_RECORD", checkpoint_dir / "fake_trainer_calls.jsonl"))
         with record_file.open("a") as handle:
             handle.write(json.dumps(record) + "\n")
-        if record["outcome"] != "finished":
+        if record["outcome"] != "finished" and not record["outcome"].startswith("stopped"):
             raise RuntimeError(f"fake_trainer: {record['outcome']}")
 
 

@@ -86,7 +86,7 @@ def assert_plots_drawn(metrics_file: Path, out_dir: Path) -> None:
     assert pictures and all(picture.stat().st_size > 0 for picture in pictures)
 
 
-def test_cpu_chain_selects_extends_and_resumes_a_killed_stage(local_slurm, tmp_path):
+def test_cpu_chain_selects_extends_and_resumes_a_killed_stage(local_slurm, tmp_path, stand_in_hub):
     data = tmp_path / "data"
     assert build_data(["--from", "sample", "--out", str(data)]) == 0
     ray_root = local_slurm.root / "ray_cpu"
@@ -95,6 +95,8 @@ def test_cpu_chain_selects_extends_and_resumes_a_killed_stage(local_slurm, tmp_p
         local_slurm,
         tmp_path,
         ray_root,
+        stand_in_hub,
+        data,
         TRAINER_CMD=f"{sys.executable} {REPO / 'tests' / 'launch' / 'crash_once_trainer.py'}",
         CRASH_ONCE_STAGE=STAGES[1],
         CRASH_ONCE_MARKER=str(tmp_path / "killed_once"),

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+STAND_INS = REPO / "tests" / "launch" / "stand_ins"
 
 pytestmark = pytest.mark.integration  # a real Slurm / Ray cluster and the stage chain end to end
 
@@ -25,9 +26,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_processes, test_bash_path):
+def test_microcoder_wrapper_runs_on_one_machine_without_slurm(
+    tmp_path, find_processes, test_bash_path, stand_in_hub, sample_data
+):
+    """The site check runs here too: the driver and GPUs from stand_ins/nvidia-smi (two GPUs, the job uses one), the
+    model from the stand-in hub cache; its probes that need a CUDA torch and cupy, and the all-reduce, are skipped."""
     ray_root = Path(tempfile.mkdtemp(prefix="rl", dir="/tmp"))  # short: Ray's socket paths live under it
-    (tmp_path / "lcb.parquet").touch()
     ports = " ".join(
         f"--{name}={free_port()}"
         for name in (
@@ -42,9 +46,12 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
     env = {key: value for key, value in os.environ.items() if not key.startswith("SLURM")}
     env.update(
         {
-            "PATH": test_bash_path(f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
+            "PATH": test_bash_path(f"{STAND_INS}:{Path(sys.executable).parent}:{os.environ['PATH']}"),
             "NNODES": "1",
             "GPUS_PER_NODE": "1",
+            "HF_HOME": str(stand_in_hub),
+            "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+            "SITE_CHECK_SKIP": "torch_cuda nccl collective",
             "TRAINER_CMD": f"python {REPO / 'tests' / 'launch' / 'fake_trainer.py'}",
             "SELECT_ARGS": "--no-merge",
             "OUTPUT_ROOT": str(tmp_path / "outputs"),
@@ -54,7 +61,7 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
             "RAY_WAIT_POLL_S": "2",
             "RAY_WAIT_TIMEOUT_S": "240",
             "FAKE_TRAINER_STEPS": "4",
-            "EVAL_DATA": str(tmp_path / "lcb.parquet"),
+            "EVAL_DATA": str(sample_data / "test.parquet"),
             "WATCH_POLL_S": "0.5",
             "BOM_CHECK": "0",  # microcoder_4k needs vLLM and flash-attn, which this CPU machine lacks
         }
@@ -63,7 +70,8 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
         [
             os.environ.get("LAUNCH_TEST_BASH", "bash"),
             str(REPO / "launch" / "run_microcoder_4k.sh"),
-            "data.train_files=data/deepcoder_mix/train.parquet",
+            f"data.train_files={sample_data / 'train.parquet'}",
+            f"data.val_files={sample_data / 'test.parquet'}",
         ],
         cwd=tmp_path,
         env=env,

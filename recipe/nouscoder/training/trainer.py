@@ -22,6 +22,8 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
   verl's Tracking). ``grading/*`` come from each rollout's ``extra_fields["reward_extra_info"]`` (where verl
   0.9.1's agent loop stores the reward dict), read in the same TransferQueue call; ``multi_turn/*`` from each
   rollout's multi-turn record there (recipe/nouscoder/multi_turn/metrics.py).
+* ``on_step_end``: after verl's (the separate-async weight sync), the launcher's stop request before the job's time
+  limit: a save if verl did not save this step, and the end of the loop (stop_request.py).
 * ``_save_checkpoint`` / ``_load_checkpoint``: the online-filter state in ``global_step_N/``.
 * ``get_llm_client``: verl's rollout client (the separate-async trainer: ``ExtraFieldsClient``), or its variant with
   the CPU mode's known answers when they are on (cpu/known_answer_client.py).
@@ -63,6 +65,7 @@ from recipe.nouscoder.training.step_metrics import (
     grading_metrics,
     known_answer_metrics,
 )
+from recipe.nouscoder.training.stop_request import acknowledge, stop_requested, verl_saves_step
 from recipe.nouscoder.training.temperature import MANAGER_CLASS_FQN, TemperatureSchedule, attach_temperature
 from verl_ext.advantage_inputs import advantage_inputs_from_fields, provide_advantage_inputs
 from verl_ext.estimator_options import MicrocoderOptions
@@ -349,6 +352,21 @@ class NousCoderTrainerMixin(_VerlTrainer):
                     diversity_max_groups=self.nouscoder.metrics.diversity_max_groups,
                 )
             )
+
+    # ------------------------------ a stop before the time limit ------------------------------
+
+    def on_step_end(self):
+        """verl's end of step (the separate-async trainer's weight sync), then the launcher's stop request, if any:
+        save this step unless verl just did, acknowledge, and end the loop after this step is logged (stop_request.py)."""
+        super().on_step_end()
+        request = stop_requested()
+        if request is None:
+            return
+        if not verl_saves_step(self.global_steps, self.total_training_steps, int(self.config.trainer.save_freq)):
+            self._save_checkpoint()
+        acknowledge(request, self.global_steps)
+        logger.warning(f"stop request {request}: saved global_step_{self.global_steps}; ending after this step")
+        self.total_training_steps = self.global_steps  # verl's loop runs while global_steps <= total_training_steps
 
     # ------------------------------ checkpoints ------------------------------
 
