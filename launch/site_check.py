@@ -52,8 +52,9 @@ PROBE_TIMEOUT_S = 5.0
 NVIDIA_SMI_TIMEOUT_S = 30.0
 HF_ENDPOINT = "https://huggingface.co"
 WANDB_BASE_URL = "https://api.wandb.ai"
-# The checkpoint-engine backends that broadcast the weights with cupy's NCCL (verl/checkpoint_engine/).
-NCCL_BACKENDS = ("nccl",)
+# The checkpoint-engine backends that broadcast the weights with cupy's NCCL: verl's, and ours that frees cupy's pool
+# after each sync (recipe/nouscoder/training/nccl_release.py, which imports cupy and so cannot name it here).
+NCCL_BACKENDS = ("nccl", "nouscoder_nccl")
 PROBES = (
     "driver",
     "gpus",

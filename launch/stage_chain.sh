@@ -86,8 +86,9 @@ source "$LAUNCH_DIR/lib/ray_slurm.sh"
 SUBMIT_DIR=${SLURM_SUBMIT_DIR:-$PWD}
 OUTPUT_ROOT=${OUTPUT_ROOT:-$SUBMIT_DIR/outputs}
 RUN_DIR=$OUTPUT_ROOT/$RUN_NAME
-# A requeued job keeps its id: each of its runs logs apart (<job>.<restart>).
-LOG_DIR=$RUN_DIR/logs/${SLURM_JOB_ID:-local-$(date +%Y%m%d-%H%M%S)}${SLURM_RESTART_COUNT:+.$SLURM_RESTART_COUNT}
+# A requeued job keeps its id: each of its runs logs apart (<job>.<restart>), as does a second chain in the same job
+# (LOG_DIR_SUFFIX: the rehearsal's resumed one).
+LOG_DIR=$RUN_DIR/logs/${SLURM_JOB_ID:-local-$(date +%Y%m%d-%H%M%S)}${SLURM_RESTART_COUNT:+.$SLURM_RESTART_COUNT}${LOG_DIR_SUFFIX:-}
 # Every command the batch script runs goes under HOST_PREFIX (launch/lib/ray_slurm.sh, "Site conventions").
 read -ra TRAINER <<<"${HOST_PREFIX[*]} ${TRAINER_CMD:-python -m recipe.nouscoder.main}"
 read -ra SELECT <<<"${HOST_PREFIX[*]} ${SELECT_CMD:-python -m recipe.nouscoder.selection.select_checkpoint} ${SELECT_ARGS:-}"
@@ -183,18 +184,23 @@ offline_filter_overrides() {
 
 # Stage 0: the first stage's model generates G rollouts per training problem, graded with the training reward
 # (OFFLINE_FILTER_CONFIG, validation only, every GPU), then launch/offline_filter.py drops the always-solved problems.
+# It generates for a copy of the training data whose tests are in extra_info (offline_filter.py prepare), graded by
+# recipe/nouscoder/training/stage0_reward.py, so that verl holds and dumps no ground truth, only each line's problem id.
 # Its DONE marker makes a resubmission reuse the filter.
 build_offline_filter() {
   local out=$RUN_DIR/offline_filter
-  local filtered=$out/train_filtered.parquet
+  local filtered=$out/train_filtered.parquet problems=$out/problems.parquet
   if [[ -f "$out/DONE" ]]; then
     log "offline filter: built earlier, $filtered ($(cat "$out/DONE"))"
   else
     log "offline filter: stage 0, $OFFLINE_FILTER_CONFIG on all $NNODES node(s): $FIRST_MODEL on every problem of $TRAIN_FILES"
-    EXTRA_OVERRIDES=("actor_rollout_ref.model.path=$FIRST_MODEL" "data.val_files=$TRAIN_FILES" "trainer.validation_data_dir=$out/generations")
+    [[ -s "$problems" ]] || "${HOST_PYTHON[@]}" "$LAUNCH_DIR/offline_filter.py" prepare --data "$TRAIN_FILES" --out "$problems" \
+      2>&1 | tee -a "$LOG_DIR/offline_filter.log" || die "offline filter: preparing $TRAIN_FILES failed; see $LOG_DIR/offline_filter.log."
+    EXTRA_OVERRIDES=("actor_rollout_ref.model.path=$FIRST_MODEL" "data.val_files=$problems" "trainer.validation_data_dir=$out/generations"
+      "reward.custom_reward_function.path=pkg://recipe.nouscoder.training.stage0_reward")
     run_trainer "$OFFLINE_FILTER_CONFIG" "$out/run" offline_filter "$LOG_DIR/offline_filter.log" "$@" ||
       die "offline filter: stage 0 failed; resubmit to retry it, or set OFFLINE_FILTER=none. Log: $LOG_DIR/offline_filter.log"
-    "${HOST_PYTHON[@]}" "$LAUNCH_DIR/offline_filter.py" --generations "$out/generations" --data "$TRAIN_FILES" --out "$filtered" \
+    "${HOST_PYTHON[@]}" "$LAUNCH_DIR/offline_filter.py" filter --generations "$out/generations" --data "$TRAIN_FILES" --out "$filtered" \
       2>&1 | tee -a "$LOG_DIR/offline_filter.log" || die "offline filter: filtering the generations failed; see $LOG_DIR/offline_filter.log."
     grep '^filter_by_pass_rate' "$LOG_DIR/offline_filter.log" | tail -n 1 >"$out/DONE"
   fi

@@ -16,7 +16,7 @@ the real trainer sees. It checks that trainer.nnodes x trainer.n_gpus_per_node G
   actor_rollout_ref.model.path, which peaks at step RESCORE_PEAK_STEP, not at the in-run peak (as a re-scoring at a
   longer context may); with trainer.validation_data_dir set and data.val_files a parquet, also verl's generation dump
   `<dir>/0.jsonl` (the keys of verl's `_write_generations`: input, output, gts, score, step, and the reward's
-  `verdict`), val_kwargs.n lines per row, row k's verdicts `accepted` for all when k % 3 == 0, for half when
+  `verdict`, and with stage 0's reward the row's `problem_id`), val_kwargs.n lines per row, row k's verdicts `accepted` for all when k % 3 == 0, for half when
   k % 3 == 1, for none when k % 3 == 2 (what the offline filter's stage 0 reads).
 
 Each call appends one JSON line (config name, overrides, model, resume step, steps run, the actor's wandb variables,
@@ -196,20 +196,25 @@ def validate_only(checkpoint_dir: Path, model: str) -> float:
     return score
 
 
-def dump_generations(val_files: str, samples: int, dump_dir: Path) -> int:
-    """verl's validation dump of `samples` graded generations per row of the parquet `val_files`; returns the lines."""
+def dump_generations(val_files: str, samples: int, dump_dir: Path, stage0_reward: bool) -> int:
+    """verl's validation dump of `samples` graded generations per row of the parquet `val_files`, with the keys the
+    reward returns (stage 0's reward adds the row's problem id, recipe/nouscoder/training/stage0_reward.py); returns
+    the lines."""
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(val_files, columns=["reward_model"]).column("reward_model").to_pylist()
+    table = pq.read_table(val_files, columns=["reward_model", "extra_info"])
+    rows = zip(table.column("reward_model").to_pylist(), table.column("extra_info").to_pylist(), strict=True)
     dump_dir.mkdir(parents=True, exist_ok=True)
     lines = []
-    for index, reward_model in enumerate(rows):
+    for index, (reward_model, extra_info) in enumerate(rows):
         passing = {0: samples, 1: samples // 2, 2: 0}[index % 3]
         for sample in range(samples):
             verdict = "accepted" if sample < passing else "wrong_answer"
-            score = 1.0 if verdict == "accepted" else -1.0
-            line = {"input": f"problem {index}", "output": "print(1)", "gts": reward_model["ground_truth"]}
-            lines.append(json.dumps({**line, "score": score, "step": 0, "verdict": verdict}) + "\n")
+            reward = {"score": 1.0 if verdict == "accepted" else -1.0, "verdict": verdict}
+            if stage0_reward:
+                reward["problem_id"] = extra_info["problem_id"]
+            line = {"input": f"problem {index}", "output": "print(1)", "gts": reward_model["ground_truth"], "step": 0}
+            lines.append(json.dumps({**line, **reward}) + "\n")
     (dump_dir / "0.jsonl").write_text("".join(lines))
     return len(lines)
 
@@ -289,7 +294,9 @@ class FakeTaskRunner:
                 and Path(val_files).stat().st_size
             ):
                 samples = int(config.actor_rollout_ref.rollout.val_kwargs.n)
-                record["generations"] = dump_generations(val_files, samples, Path(dump_dir))
+                stage0 = str(config.reward.custom_reward_function.path).endswith("stage0_reward")
+                record["generations"] = dump_generations(val_files, samples, Path(dump_dir), stage0)
+                record["dump_bytes"] = (Path(dump_dir) / "0.jsonl").stat().st_size
         else:
             train(config_name, config.trainer.resume_mode, checkpoint_dir, record)
         record_file = Path(os.environ.get("FAKE_TRAINER_RECORD", checkpoint_dir / "fake_trainer_calls.jsonl"))

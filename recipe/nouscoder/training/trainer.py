@@ -17,8 +17,9 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
   response_mask leaves out feedback tokens, and overlong filtering must see the whole trajectory's length); other
   runs go straight to verl. A negative control (``nouscoder.negative_control``, negative_control.py) shuffles the
   rewards before it or flips the advantages after it.
+* ``on_init_end``: after verl's, one memory sampler per node of each role's workers (role_memory.py).
 * ``step``: after verl's step, reads the trained batch back from TransferQueue, records fully solved problems
-  and adds the ``nouscoder/*``, ``length_bias/*`` and ``grading/*`` metrics to the step's metrics (logged by
+  and adds the ``nouscoder/*`` (peak memory per role included), ``length_bias/*`` and ``grading/*`` metrics to the step's metrics (logged by
   verl's Tracking). ``grading/*`` come from each rollout's ``extra_fields["reward_extra_info"]`` (where verl
   0.9.1's agent loop stores the reward dict), read in the same TransferQueue call; ``multi_turn/*`` from each
   rollout's multi-turn record there (recipe/nouscoder/multi_turn/metrics.py).
@@ -59,6 +60,7 @@ from recipe.nouscoder.training.online_filter import (
     fully_solved_problems,
     load_problem_id_list,
 )
+from recipe.nouscoder.training.role_memory import RoleMemory
 from recipe.nouscoder.training.rollout_shutdown import shut_down_vllm_engines
 from recipe.nouscoder.training.step_metrics import (
     compute_step_metrics,
@@ -302,9 +304,25 @@ class NousCoderTrainerMixin(_VerlTrainer):
 
     # ------------------------------ per-step observation ------------------------------
 
+    def on_init_end(self):
+        """verl's (the separate-async trainer's first weight sync), then the memory samplers of each role's workers
+        (role_memory.py); a sampler that cannot start leaves the memory metrics out, never the run."""
+        super().on_init_end()
+        self.role_memory = None
+        try:
+            replicas = [replica for manager in self._rollout_server_managers() for replica in manager.get_replicas()]
+            rollout = [worker for replica in replicas for worker in replica.workers]
+            self.role_memory = RoleMemory.start({"trainer": self.actor_rollout_wg.workers, "rollout": rollout})
+        except Exception as error:
+            logger.warning(
+                f"memory per role is not logged: its samplers did not start ({type(error).__name__}: {error})"
+            )
+
     def step(self, metrics: dict, timing_raw: dict) -> KVBatchMeta:
         batch = super().step(metrics, timing_raw)
         self.observe_rollouts(self._fetch_rollout_batch(batch), metrics)
+        if getattr(self, "role_memory", None) is not None:
+            metrics.update(self.role_memory.step_metrics())
         return batch
 
     def _fetch_rollout_batch(self, batch: KVBatchMeta) -> DataProto:
