@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from bill_of_materials import bill_of_materials, merged
 from data_check import DataUse, as_files, column_problems, prompt_budget_problems
 from disk_plan import free_bytes, gb, generations_bytes, model_params, peak_bytes, stage_disk, used_bytes
+from offline_filter import bytes_per_problem
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 from run_plan import (
@@ -325,6 +326,16 @@ def check_data(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore:
     report(f"data: {len(files)} parquet file(s) with the columns every run reads; no validation prompt over its budget")
 
 
+def report_stage0(args: argparse.Namespace, fitted: dict[str, DictConfig], rows: int) -> None:
+    """What stage 0 holds per problem, on disk and in the trainer's memory until its dump (offline_filter.py)."""
+    per_problem = bytes_per_problem(fitted[args.offline_filter_config])
+    report(
+        f"stage 0: per problem {fitted[args.offline_filter_config].actor_rollout_ref.rollout.val_kwargs.n} generations, "
+        f"~{per_problem / 1e6:.2f} MB of prompt and response text on disk and in the trainer until its dump (no tests: "
+        f"launch/offline_filter.py), {gb(per_problem * rows)} for {rows:,} problems"
+    )
+
+
 def write_site_manifest(args: argparse.Namespace, fitted: dict[str, DictConfig], model: str) -> None:
     """What the site check probes on every node (site_check.py), and the collective's backend for the launcher."""
     models = [] if built_by_the_run(fitted[args.stages.split()[0]], model) else [model]
@@ -404,6 +415,8 @@ def preflight(args: argparse.Namespace) -> None:
     report_time_limit(args, fitted, list(dict.fromkeys(others)), hours, rows)
     model = args.init_model or str(first.actor_rollout_ref.model.path)
     check_disk(args, fitted, rescore, model, rows)
+    if args.offline_filter_config:
+        report_stage0(args, fitted, rows)
     check_data(args, fitted, rescore, model)
     if args.site_manifest:
         write_site_manifest(args, fitted, model)

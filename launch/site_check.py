@@ -30,6 +30,7 @@ The check across nodes (an all-reduce over every GPU of the job, its bus bandwid
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -385,7 +386,7 @@ def check_node(manifest: dict, node: str, skip: set[str]) -> NodeReport:
     if manifest.get("nccl"):
         steps.append(("nccl", lambda: probe_nccl(report)))
     for model in manifest.get("models", []):
-        steps.append(("model", lambda model=model: probe_model(report, model, hub_reachable)))
+        steps.append(("model", functools.partial(probe_model, report, model, hub_reachable)))
     steps.append(("hub", hub_reachable))
     if manifest.get("wandb"):
         steps.append(("wandb", lambda: probe_wandb(report)))

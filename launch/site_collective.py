@@ -191,7 +191,7 @@ def run_node(world: World, host: str, rendezvous: Path) -> list[dict]:
     ]
     for process in workers:
         process.start()
-    outcomes = []
+    outcomes: list[dict] = []
     deadline = time.monotonic() + 2 * world.timeout_s
     while len(outcomes) < len(workers):
         remaining = deadline - time.monotonic()

@@ -56,6 +56,8 @@
 #   WANDB_PROJECT          the wandb project: verl passes project=trainer.project_name to wandb.init, so the chain sets
 #                          trainer.project_name from it (an override after the script name wins) [the configs' nouscoder]
 #   WANDB_DIR              where wandb writes its runs (offline ones to sync afterwards) [RUN_DIR/wandb]
+#   CHECK_ONLY             1: stop after the checks (preflight, node checks, site check and its all-reduce), before Ray:
+#                          the site check of an allocation before the run [0]
 #   SAVE_BEFORE_LIMIT_S    how long before the job's time limit a training stage is asked to save and stop, after which
 #                          the job requeues itself and the next run resumes from that save [per stage, from the run plan:
 #                          one step + a validation + a save + 5 min; launch/README.md "A chain longer than the time limit"]
@@ -324,11 +326,12 @@ arm_stop_request() {
 }
 
 # Ends this job so that it runs again from the start (stages are idempotent: the next run resumes): the EXIT trap stops
-# the trainer and Ray everywhere, then `scontrol requeue` (the job keeps its id, options and arguments; Slurm starts it
-# again after its requeue delay, CredExpire, 120 s by default). Where requeueing is refused, the job fails instead, so
-# that a queued retry (submit_with_retries.sh) or a resubmission continues.
+# the trainer and Ray everywhere, then requeues the job (requeue_this_job, launch/lib/ray_slurm.sh). A job that has done
+# nothing yet fails instead: its successor would start with the same time and do nothing either.
 requeue_job() {
   in_slurm_job || die "$1; outside Slurm nothing requeues: run the same command again to resume"
+  [[ "${JOB_MADE_PROGRESS:-0}" == 1 ]] ||
+    die "$1, and this job has not trained or finished anything yet: its time limit (--time) leaves too little after the start-up; raise --time (the preflight's \"time limit\" line)."
   REQUEUE_REASON=$1
   exit 0
 }
@@ -362,6 +365,7 @@ train_stage() {
   run_trainer "$stage" "$ckpt_dir" "$stage" "$LOG_DIR/$stage.log" "$@" || status=$?
   kill -TERM "$pruner" 2>/dev/null || true
   wait "$pruner" 2>/dev/null || true
+  [[ "$status" != 0 ]] || JOB_MADE_PROGRESS=1
   if [[ "$status" == 0 && -s "$STOP_REQUEST.saved" ]]; then
     log "stage $stage: saved global_step_$(cat "$STOP_REQUEST.saved") and stopped, $(time_left_s)s before the job's time limit"
     requeue_job "stage $stage stopped for the time limit"
@@ -499,6 +503,10 @@ main() {
   detect_head_network
   log "nodes (${#NODES[@]}): ${NODES[*]}; $GPUS_PER_NODE GPU(s) per node; head ${NODES[0]} at $HEAD_IP on $HEAD_IFACE"
   check_nodes "$LOG_DIR"
+  if [[ "${CHECK_ONLY:-0}" == 1 ]]; then
+    log "CHECK_ONLY=1: every check passed on ${NODES[*]}; stopping before Ray"
+    return 0
+  fi
   arm_stop_trap
   start_ray_cluster "$LOG_DIR"
   [[ "$OFFLINE_FILTER" != build ]] || build_offline_filter "$@"

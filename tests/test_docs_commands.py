@@ -53,6 +53,8 @@ SHELL_WORDS = {
     ".venv/bin/pytest",
     ".venv-vllm-cpu/bin/python",
     "huggingface-cli",
+    "hf",
+    "wandb",
 }
 OPERATORS = {"&&", "||", ";", "|"}
 

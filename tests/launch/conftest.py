@@ -160,11 +160,11 @@ class LocalSlurm:
         raise KeyError(f"{name} not in scontrol show job {job_id}: {record}")
 
     def wait_job(self, job_id: int, timeout_s: float = 400) -> tuple[str, str]:
-        """(JobState, ExitCode) once the job has left PENDING/RUNNING/COMPLETING."""
+        """(JobState, ExitCode) once the job has left PENDING/RUNNING/COMPLETING (and a requeue's states)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             state = self.job_field(job_id, "JobState")
-            if state not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
+            if state not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_FED"):
                 return state, self.job_field(job_id, "ExitCode")
             time.sleep(2)
         self.run("scancel", str(job_id), check=False)

@@ -6,6 +6,9 @@ The Slurm jobs of test_slurm_chain.py run it for real (layout misfit, node check
 
 from __future__ import annotations
 
+import math
+import re
+
 import preflight
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -105,4 +108,51 @@ def test_a_budget_and_explicit_steps_together_are_refused(tmp_path, capsys):
     assert (
         "preflight: ERROR: BUDGET_GPU_HOURS plans trainer.total_training_steps, trainer.save_freq, trainer.test_freq; "
         "the overrides set ['trainer.total_training_steps'] too: drop one." in capsys.readouterr().err
+    )
+
+
+def test_the_time_limit_gives_each_stage_its_save_lead_and_says_how_many_jobs_the_chain_takes(tmp_path, capsys):
+    """48-hour jobs for the NousCoder chain as configured: each training stage is asked to save one planned step, one
+    validation and one save (+ 5 min) before the limit, and the plan's hours need more than one job."""
+    arguments = [
+        "--manifest",
+        str(tmp_path / "bom.json"),
+        "--output-root",
+        str(tmp_path),
+        "--run-dir",
+        str(tmp_path / "r"),
+    ]
+    preflight.main([*NOUSCODER, *arguments, *data_args(tmp_path), "--time-limit-s", str(48 * 3600)])
+    captured = capsys.readouterr()
+    out = {(kind, name): value for kind, name, value in (line.split("\t") for line in captured.out.splitlines())}
+    chain = run_plan.default_chain()
+    for cost in chain.stages:
+        assert int(out[("save_lead_s", cost.name)]) == math.ceil(cost.step_s + cost.validation_s + cost.save_s + 300)
+    line = next(line for line in captured.err.splitlines() if "time limit: the plan's" in line)
+    hours, usable, jobs = re.search(
+        r"~([\d.]+) h against --time=48.0 h \(([\d.]+) h of it usable.*: (\d+) job\(s\)", line
+    ).groups()
+    longest_lead = max(cost.step_s + cost.validation_s + cost.save_s + 300 for cost in chain.stages)
+    assert float(usable) == pytest.approx((48 * 3600 - 900 - longest_lead) / 3600, abs=0.05)
+    assert int(jobs) == math.ceil(float(hours) / float(usable)) >= 2
+
+
+def test_data_without_the_columns_a_run_reads_stops_the_job_naming_the_file(tmp_path, capsys):
+    train = tmp_path / "without_ground_truths.parquet"
+    pq.write_table(pa.table({"prompt": [[{"role": "user", "content": "x"}]], "data_source": ["s"]}), train)
+    arguments = [
+        "--manifest",
+        str(tmp_path / "bom.json"),
+        "--output-root",
+        str(tmp_path),
+        "--run-dir",
+        str(tmp_path / "r"),
+    ]
+    with pytest.raises(SystemExit) as exit_info:
+        given = [item for item in data_args(tmp_path) if not item.startswith("data.train_files=")]
+        preflight.main([*NOUSCODER, *arguments, *given, f"data.train_files={train}"])
+    assert exit_info.value.code == 2
+    assert (
+        f"preflight: ERROR: data: data.train_files={train} (dapo_32k) lacks reward_model, extra_info: write it"
+        in capsys.readouterr().err
     )

@@ -628,3 +628,56 @@ def test_an_offline_hub_id_and_an_over_budget_prompt_stop_the_job_before_ray(
     report_fault(
         "over-budget prompt", f"sbatch {' '.join(command)} data.train_files=... data.max_prompt_length=64", output
     )
+
+
+def test_a_chain_longer_than_its_time_limit_finishes_across_requeued_jobs_losing_no_step(
+    local_slurm, tmp_path, sample_data, stand_in_hub
+):
+    """One training stage of TIME_STEPS stand-in steps of 4 s (a save every 5) under --time=3: each job asks the
+    trainer to save and stop SAVE_BEFORE_LIMIT_S before its limit, requeues itself (same job id, its output appended)
+    and the next run resumes from that save; the chain completes with no step trained twice."""
+    ray_root = local_slurm.root / "ray_time"
+    ray_root.mkdir()
+    steps = 24
+    env = launch_env(
+        local_slurm,
+        tmp_path,
+        ray_root,
+        stand_in_hub,
+        sample_data,
+        STAGES="dapo_40k",
+        RESCORE="",
+        RUN_EVAL="0",
+        SELECT_ARGS="--no-merge",
+        FAKE_TRAINER_STEPS=str(steps),
+        FAKE_TRAINER_STEP_SECONDS="4",
+        FAKE_TRAINER_SAVE_EVERY="5",
+        SAVE_BEFORE_LIMIT_S="45",
+    )
+    command = ("--nodes=1", f"--nodelist={local_slurm.node_name}", f"--gpus-per-node={local_slurm.gpus}", "--time=3")
+    job, state, exit_code, output = local_slurm.run_job(
+        *command,
+        str(REPO / "launch" / "run_dapo_32k_to_40k.sh"),
+        *DAPO_ON_ONE_NODE,
+        *data_overrides(sample_data),
+        f"trainer.total_training_steps={steps}",
+        env=env,
+        cwd=tmp_path,
+        timeout_s=1500,
+    )
+    assert (state, exit_code) == ("COMPLETED", "0:0"), output
+    calls = trainer_calls(tmp_path / "outputs" / "dapo_32k_to_40k" / "dapo_40k" / "checkpoints")
+    runs = [call["steps"] for call in calls]
+    assert len(runs) >= 2 and [step for run in runs for step in run] == list(range(1, steps + 1)), runs  # none twice
+    for earlier, later in zip(calls, calls[1:], strict=False):
+        assert earlier["outcome"] == f"stopped at step {earlier['steps'][-1]} by stop_request_dapo_40k"
+        assert later["resumed_from"] == earlier["steps"][-1]  # the save the stop made, not the last multiple of 5
+    assert calls[-1]["outcome"] == "finished"
+    assert int(local_slurm.job_field(job, "Restarts")) == len(runs) - 1
+    requeues = re.findall(r"stage dapo_40k stopped for the time limit: requeueing job (\d+)", output)
+    assert requeues == [str(job)] * (len(runs) - 1), output
+    assert output.count("asking '") == len(runs) - 1 and "save at the end of its step and stop" in output
+    print(
+        f"\nTIME LIMIT: --time=3 for {steps} steps of 4 s: {len(runs)} jobs, steps per job {[len(run) for run in runs]}, 0 repeated"
+    )
+    assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left"

@@ -115,8 +115,9 @@ class RoleMemory:
                 parts["uuids"] += [uuid for uuid in place["uuids"] if uuid not in parts["uuids"]]
                 parts["pids"].append(place["pid"])
                 gpu = gpu or bool(place["uuids"])
+        on_node = MemorySampler.options  # type: ignore[attr-defined]  # ray.remote's ActorClass, unseen by mypy
         samplers = [
-            MemorySampler.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(watched)
+            on_node(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(watched)
             for node, watched in placed.items()
         ]
         return cls(samplers, "gpu" if gpu else "rss")

@@ -321,8 +321,9 @@ class NousCoderTrainerMixin(_VerlTrainer):
     def step(self, metrics: dict, timing_raw: dict) -> KVBatchMeta:
         batch = super().step(metrics, timing_raw)
         self.observe_rollouts(self._fetch_rollout_batch(batch), metrics)
-        if getattr(self, "role_memory", None) is not None:
-            metrics.update(self.role_memory.step_metrics())
+        role_memory: RoleMemory | None = getattr(self, "role_memory", None)
+        if role_memory is not None:
+            metrics.update(role_memory.step_metrics())
         return batch
 
     def _fetch_rollout_batch(self, batch: KVBatchMeta) -> DataProto:
