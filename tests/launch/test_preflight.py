@@ -53,6 +53,11 @@ def data_args(tmp_path) -> list[str]:
     return ["--eval-data", str(test), "--checkpoint-gb", "0.001", f"data.train_files={train}", f"data.val_files={test}"]
 
 
+def output_args(tmp_path) -> list[str]:
+    """Where the preflight writes the bill of materials and whose disk it checks."""
+    return ["--manifest", str(tmp_path / "bom.json"), "--output-root", str(tmp_path), "--run-dir", str(tmp_path / "r")]
+
+
 def lines(capsys) -> dict[tuple[str, str], str]:
     return {
         (kind, name): value for kind, name, value in (line.split("\t") for line in capsys.readouterr().out.splitlines())
@@ -114,14 +119,7 @@ def test_a_budget_and_explicit_steps_together_are_refused(tmp_path, capsys):
 def test_the_time_limit_gives_each_stage_its_save_lead_and_says_how_many_jobs_the_chain_takes(tmp_path, capsys):
     """48-hour jobs for the NousCoder chain as configured: each training stage is asked to save one planned step, one
     validation and one save (+ 5 min) before the limit, and the plan's hours need more than one job."""
-    arguments = [
-        "--manifest",
-        str(tmp_path / "bom.json"),
-        "--output-root",
-        str(tmp_path),
-        "--run-dir",
-        str(tmp_path / "r"),
-    ]
+    arguments = output_args(tmp_path)
     preflight.main([*NOUSCODER, *arguments, *data_args(tmp_path), "--time-limit-s", str(48 * 3600)])
     captured = capsys.readouterr()
     out = {(kind, name): value for kind, name, value in (line.split("\t") for line in captured.out.splitlines())}
@@ -140,14 +138,7 @@ def test_the_time_limit_gives_each_stage_its_save_lead_and_says_how_many_jobs_th
 def test_data_without_the_columns_a_run_reads_stops_the_job_naming_the_file(tmp_path, capsys):
     train = tmp_path / "without_ground_truths.parquet"
     pq.write_table(pa.table({"prompt": [[{"role": "user", "content": "x"}]], "data_source": ["s"]}), train)
-    arguments = [
-        "--manifest",
-        str(tmp_path / "bom.json"),
-        "--output-root",
-        str(tmp_path),
-        "--run-dir",
-        str(tmp_path / "r"),
-    ]
+    arguments = output_args(tmp_path)
     with pytest.raises(SystemExit) as exit_info:
         given = [item for item in data_args(tmp_path) if not item.startswith("data.train_files=")]
         preflight.main([*NOUSCODER, *arguments, *given, f"data.train_files={train}"])
