@@ -74,6 +74,7 @@ def test_the_rehearsal_runs_the_jobs_path_on_two_nodes_kills_resumes_merges_eval
     started = time.monotonic()
     job, state, exit_code, output = local_slurm.run_job(
         "--nodes=2",
+        "--gpus-per-node=0",  # the CPU layout: logical device slots, no GPU from Slurm
         "--time=45",
         str(REPO / "launch" / "rehearse.sh"),
         "nouscoder.cpu.known_answers.fraction=0.5",
