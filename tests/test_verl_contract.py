@@ -644,6 +644,14 @@ CONTRACT = [
         ),
     ),
     Internal(
+        "workers refuse ROCR_VISIBLE_DEVICES beside CUDA_VISIBLE_DEVICES",
+        "launch/lib/ray_node.sh: unsets the ROCR_VISIBLE_DEVICES Slurm's gres/gpu exports before ray start",
+        lambda: require_source(
+            "verl.single_controller.base.worker:Worker._setup_env_cuda_visible_devices",
+            "Please don't set ROCR_VISIBLE_DEVICES when HIP/CUDA_VISIBLE_DEVICES is set.",
+        ),
+    ),
+    Internal(
         "get_rollout_replica_class + get_rollout_class + _agent_loop_registry",
         "launch/bill_of_materials.py: the rollout backend and agent loop looked up as verl looks them up",
         lambda: (

@@ -43,6 +43,11 @@ start_node() {
   # Ray's workers on this node (FSDP ranks, vLLM) inherit this environment from `ray start`.
   export_training_env
   export_node_interface
+  # Slurm's gres/gpu plugin exports ROCR_VISIBLE_DEVICES beside CUDA_VISIBLE_DEVICES unless gres.conf marks the GPUs
+  # as NVIDIA's (AutoDetect=nvml or Flags=nvidia_gpu_env), and verl's workers refuse to start with both set
+  # (verl/single_controller/base/worker.py _setup_env_cuda_visible_devices): on these CUDA (or CPU) nodes only
+  # CUDA_VISIBLE_DEVICES counts.
+  [[ -z "${CUDA_VISIBLE_DEVICES:-}" ]] || unset ROCR_VISIBLE_DEVICES
   local -a args=(start --block --node-ip-address="$NODE_IP" --temp-dir="$temp_dir" --num-gpus="$GPUS_PER_NODE"
     --resources="{\"$(node_marker "$name")\": 1}" --disable-usage-stats)
   [[ -n "${RAY_NUM_CPUS:-}" ]] && args+=(--num-cpus="$RAY_NUM_CPUS")
