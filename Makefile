@@ -114,15 +114,29 @@ UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
 # The vLLM tier's venv (about 5 minutes of downloads and unpacking on a fresh machine) is built in the background
 # while the main suite runs; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it fails.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
-test: setup system-deps lint
-	@echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
+# Seconds each tier of `make test` may take on a 2-core machine from a fresh clone, and the whole run; the table at the
+# end reports a tier over its budget (.ci/tier_times.py) without failing the run. How they were set: docs/DESIGN.md
+# "Conventions".
+TIER_BUDGETS ?= setup=180 unit=240 integration=600 vllm=300 total=1200
+TEST_TIMES = $(VENV)/test-times.txt
+test:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory setup system-deps lint || exit 1; \
+	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3" >> $(TEST_TIMES); }; \
+	echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
 	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
-	$(MAKE) --no-print-directory gpu-deps-check; status=$$?; \
-	$(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests || status=1; \
-	$(VENV)/bin/pytest --durations=30 -m integration --ignore=$(VLLM_CPU_TESTS) tests || status=1; \
-	wait $$setup_pid || { echo "make setup-vllm-cpu failed:"; tail -n 30 "$(VLLM_CPU_SETUP_LOG)"; exit 1; }; \
-	grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \
-	$(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT) && exit $$status
+	$(MAKE) --no-print-directory gpu-deps-check; status=$$?; tier setup $$start $$status; \
+	t=$$(date +%s); $(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests; rc=$$?; tier unit $$t $$rc; \
+	t=$$(date +%s); $(VENV)/bin/pytest --durations=30 -m integration --ignore=$(VLLM_CPU_TESTS) tests; \
+	rc=$$?; tier integration $$t $$rc; \
+	t=$$(date +%s); \
+	if wait $$setup_pid; then \
+	  grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \
+	  $(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT); vrc=$$?; \
+	else echo "make setup-vllm-cpu failed:"; tail -n 30 "$(VLLM_CPU_SETUP_LOG)"; vrc=1; fi; \
+	tier vllm $$t $$vrc; \
+	$(PY) .ci/tier_times.py $(TEST_TIMES) --budgets "$(TIER_BUDGETS)"; \
+	! grep -qv ' 0$$' $(TEST_TIMES)
 
 # The vLLM-on-CPU tier alone (its own venv): both trainers on verl's vLLM rollout, and the weight sync into vLLM.
 test-vllm-cpu: setup-vllm-cpu system-deps
@@ -144,23 +158,34 @@ test-fast: setup lint
 DEMO_RUN = $(abspath $(DEMO_OUT))/cpu_run
 DEMO_STEPS ?= 6
 DEMO_STEP = $(PY) -m recipe.nouscoder.run.console step
-demo: setup system-deps
+DEMO_BENCHMARKS = $(foreach name,lcb_v6 lcb_v5 codeforces humanevalplus,$(DEMO_OUT)/benchmarks/$(name).parquet)
+demo: setup
 	@rm -rf $(DEMO_OUT)/logs
-	@$(DEMO_STEP) --label "demo 1/5: parquet from the bundled sample" --log $(DEMO_OUT)/logs/data.log \
+	@$(DEMO_STEP) --label "demo 1/6: parquet from the bundled sample" --log $(DEMO_OUT)/logs/data.log \
 	  --show '^data_prep: (train|test):' -- $(PY) -m data_prep.build_deepcoder_mix --from sample --out $(DEMO_OUT)/data
-	@$(DEMO_STEP) --label "demo 2/5: every bundled solution graded, verdicts checked" --log $(DEMO_OUT)/logs/grading.log \
+	@$(DEMO_STEP) --label "demo 2/6: every bundled solution graded, verdicts checked" --log $(DEMO_OUT)/logs/grading.log \
 	  --show '^wrote' -- $(PY) -m data_prep.sample.export --out $(DEMO_OUT)/grading
 	@$(DEMO_STEP) --log $(DEMO_OUT)/logs/grading.log --show '^[0-9]+ completions, ' -- $(PY) -m reward_fns.grade \
 	  --problems $(DEMO_OUT)/grading/problems.jsonl --completions $(DEMO_OUT)/grading/completions.jsonl \
 	  --out $(DEMO_OUT)/grading/graded.jsonl --time-limit-s 5 --summary --check-expected
-	@$(DEMO_STEP) --label "demo 3/5: $(DEMO_STEPS) RL steps of debug_cpu_learn_async on CPU (held-out pass rate every 3)" \
+	@$(DEMO_STEP) --label "demo 3/6: the seeds' benchmarks evaluated from completions (bundled problems, reference and wrong solutions)" \
+	  --log $(DEMO_OUT)/logs/eval.log --show '^data_prep: [a-z_0-9]+:|^eval_lcb: (all benchmarks|[a-z_0-9]+: pass@1)' -- \
+	  $(PY) -m data_prep.build_benchmarks --from sample --out $(DEMO_OUT)/benchmarks
+	@$(DEMO_STEP) --log $(DEMO_OUT)/logs/eval.log --show '^eval_completions:' -- $(PY) -m data_prep.sample.eval_completions \
+	  --data $(DEMO_BENCHMARKS) --out $(DEMO_OUT)/eval/completions.jsonl
+	@$(DEMO_STEP) --log $(DEMO_OUT)/logs/eval.log --show '^eval_lcb: (all benchmarks|[a-z_0-9]+: pass@1)' -- \
+	  $(PY) -m recipe.nouscoder.eval.eval_lcb --completions $(DEMO_OUT)/eval/completions.jsonl --data $(DEMO_BENCHMARKS) \
+	  --out $(DEMO_OUT)/eval --time-limit-s 5
+	@grep '^|' $(DEMO_OUT)/eval/report.md | sed 's/^/  /'
+	@echo "  (every benchmark's report: $(DEMO_OUT)/eval/report.md and $(DEMO_OUT)/eval/<benchmark>/report.md)"
+	@$(DEMO_STEP) --label "demo 4/6: $(DEMO_STEPS) RL steps of debug_cpu_learn_async on CPU (held-out pass rate every 3)" \
 	  --log $(DEMO_OUT)/logs/train.log --show '^recipe.nouscoder.main: |^  (workers ready|step |validation)' -- \
 	  $(PY) -m recipe.nouscoder.main --config-name debug_cpu_learn_async nouscoder.console=progress \
 	  'trainer.default_local_dir="$(DEMO_RUN)"' trainer.resume_mode=disable \
 	  trainer.total_training_steps=$(DEMO_STEPS) trainer.test_freq=3 actor_rollout_ref.rollout.val_kwargs.n=2
-	@$(DEMO_STEP) --label "demo 4/5: plots" --log $(DEMO_OUT)/logs/plots.log --show 'wrote' -- \
+	@$(DEMO_STEP) --label "demo 5/6: plots" --log $(DEMO_OUT)/logs/plots.log --show 'wrote' -- \
 	  $(PY) -m recipe.nouscoder.run.plot_metrics --log "$(DEMO_RUN)/metrics.jsonl" --out-dir "$(DEMO_RUN)/plots"
-	@echo "demo 5/5: what each step did"
+	@echo "demo 6/6: what each step did"
 	@$(PY) -m recipe.nouscoder.run.run_summary "$(DEMO_RUN)"
 	@echo
 	@echo "Logs: $(DEMO_OUT)/logs/ (each step's whole output) and $(DEMO_RUN)/logs/ (Ray and verl)."

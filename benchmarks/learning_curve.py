@@ -42,6 +42,7 @@ TRAINERS = {
     "async": ("debug_cpu_learn_async", "nouscoder_separate_async: microcoder_grpo + gspo_plus"),
 }
 CONTROL_OVERRIDE = "nouscoder.negative_control.mode"
+SEQUENCE_TIS_PREFIX = "nouscoder/sequence_tis/"
 RUN_TIMEOUT_S = 1800
 
 
@@ -54,6 +55,8 @@ class RunResult:
     training: dict[int, float]
     step_seconds: dict[int, float]
     wall_s: float
+    sequence_tis: dict[int, dict[str, float]]
+    """Per step, the ``nouscoder/sequence_tis/*`` weight metrics (both forms; runs with TIS on)."""
 
     def window_mean(self, first: bool, window: int) -> float:
         steps = sorted(self.training)
@@ -98,6 +101,15 @@ def run(name: str, config_name: str, control: str | None, overrides: list[str], 
         training=training_curve(step_metrics, group_size),
         step_seconds={step: m["timing_s/step"] for step, m in step_metrics.items() if "timing_s/step" in m},
         wall_s=wall_s,
+        sequence_tis={
+            step: {
+                key.removeprefix(SEQUENCE_TIS_PREFIX): value
+                for key, value in m.items()
+                if key.startswith(SEQUENCE_TIS_PREFIX)
+            }
+            for step, m in step_metrics.items()
+            if any(key.startswith(SEQUENCE_TIS_PREFIX) for key in m)
+        },
     )
 
 
@@ -183,6 +195,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="negative control run after each trainer's run (default %(default)s; none = skip)",
     )
     parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a hydra override for every run, repeatable (e.g. nouscoder.sequence_tis.form=product)",
+    )
+    parser.add_argument(
         "--out-dir",
         type=Path,
         default=Path("benchmarks/out/learning_curve"),
@@ -198,7 +217,12 @@ def main(argv: list[str] | None = None) -> None:
     start = time.monotonic()
     inputs = learning_inputs(TRAINERS["sync"][0], out_dir / "inputs")
     print(f"inputs (task family + warm start) ready in {time.monotonic() - start:.0f} s: {out_dir / 'inputs'}")
-    schedule = [f"trainer.total_training_steps={args.steps}", f"trainer.test_freq={args.test_freq}", *inputs]
+    schedule = [
+        f"trainer.total_training_steps={args.steps}",
+        f"trainer.test_freq={args.test_freq}",
+        *inputs,
+        *args.override,
+    ]
     controls = [None] if args.control == "none" else [None, args.control]
     results = [
         run(name if control is None else f"{name}+control", TRAINERS[name][0], control, schedule, out_dir)

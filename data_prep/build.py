@@ -41,7 +41,7 @@ from data_prep.loading import (
 from data_prep.manifest import REPORT_LIST_LIMIT, build_manifest, log_summary
 from data_prep.parquet_writer import SplitWriter, verl_row
 from data_prep.problem import Problem
-from data_prep.sources import SOURCES, lcb_release_files, local_files
+from data_prep.sources import ALL_SOURCES, SOURCES, lcb_release_files, local_files
 from data_prep.statements import statement_words
 
 
@@ -66,7 +66,7 @@ def build_mix(config: BuildConfig, log: Callable[[str], None] = print) -> dict[s
     group_bytes = config.row_group_mb << 20
 
     test_writer = SplitWriter(config.out_dir / "test.parquet", max_group_bytes=group_bytes)
-    _write_test_split(_test_problems(config, mode, sample, lcb_files, stats), test_writer, index, config, stats)
+    write_test_split(lcb_test_problems(config, mode, sample, lcb_files, stats), test_writer, index, config, stats)
     test_hash = test_writer.close()
     expected = config.expected_test_count or known_test_count(config.lcb_version, config.window)
     if not test_writer.rows_written:
@@ -142,9 +142,11 @@ def gold_outcome(problem: Problem, verified: dict[str, dict[str, Any]]) -> str:
     return "grader_error" if verdict == "internal_error" else f"failed_{verdict}"
 
 
-def _write_test_split(
+def write_test_split(
     problems: Iterable[Problem], writer: SplitWriter, index: EvalSetIndex, config: BuildConfig, stats: BuildStats
 ) -> None:
+    """Write evaluation problems (exact duplicates dropped) and index them for decontamination; a row that fails is
+    reported with its id and the rest are written."""
     keys: set[bytes] = set()
     for problem in tqdm(problems, desc="test split", unit=" problems", mininterval=1.0):
         stats.seen[("test", problem.source)] += 1
@@ -261,9 +263,10 @@ def _add_train_problem(
     stats.written("train", problem, written)
 
 
-def _test_problems(
+def lcb_test_problems(
     config: BuildConfig, mode: str, sample: list[Problem], lcb_files: tuple[str, ...], stats: BuildStats
 ) -> Iterator[Problem]:
+    """The LiveCodeBench problems of ``config.window``'s test dates (from the bundled sample in ``sample`` mode)."""
     if mode == "sample":
         return iter([p for p in sample if _sample_split(p, config.window) == "test"])
     rows = source_rows("lcb", config, mode, lcb_files, stats)
@@ -295,7 +298,7 @@ def source_problems(
 ) -> Iterator[Problem]:
     """The problems of one train source (at most ``config.limit_per_source``); malformed rows go to ``stats.skips``."""
     problems = iter_problems(
-        SOURCES[name], source_rows(name, config, mode, lcb_files, stats), stats.skips, wanted_date=wanted_date
+        ALL_SOURCES[name], source_rows(name, config, mode, lcb_files, stats), stats.skips, wanted_date=wanted_date
     )
     if config.limit_per_source is not None:
         problems = (problem for _, problem in zip(range(config.limit_per_source), problems, strict=False))
@@ -323,7 +326,7 @@ def source_rows(
     name: str, config: BuildConfig, mode: str, lcb_files: tuple[str, ...], stats: BuildStats
 ) -> Iterator[tuple[str, Any]]:
     """(row id, raw row) of a source, from the hub at a pinned commit or from its local copy (revision checked)."""
-    source = SOURCES[name]
+    source = ALL_SOURCES[name]
     pinned = config.revisions.get(source.repo)
     if mode == "hub":
         known = [read["revision"] for read in stats.reads.values() if read.get("repo") == source.repo]
@@ -360,12 +363,13 @@ def repo_dir_of(name: str, config: BuildConfig) -> Path:
     """Where a source's local copy is: ``--source-dir NAME=PATH``, else ``--local-dir``/<owner>/<name>."""
     if name in config.source_dirs:
         return config.source_dirs[name]
+    source = ALL_SOURCES[name]
     if config.local_dir is None:
         raise SourceUnavailable(
-            f"source {name!r} ({SOURCES[name].describe()}): --from local needs --local-dir ROOT (holding "
-            f"ROOT/{SOURCES[name].repo}) or --source-dir {name}=PATH."
+            f"source {name!r} ({source.describe()}): --from local needs --local-dir ROOT (holding "
+            f"ROOT/{source.repo}) or --source-dir {name}=PATH."
         )
-    return config.local_dir / SOURCES[name].repo
+    return config.local_dir / source.repo
 
 
 def _append_limited(items: list[Any], item: Any) -> None:

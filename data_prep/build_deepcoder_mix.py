@@ -10,27 +10,29 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from data_prep.build import build_mix
-from data_prep.build_settings import DEFAULT_TRAIN_SOURCES, BuildConfig, DateWindow
+from data_prep.build_settings import DEFAULT_TRAIN_SOURCES, LCB_WINDOWS, BuildConfig, DateWindow
 from data_prep.decontamination import DecontaminationConfig
 from data_prep.filters import QualityConfig
 from data_prep.loading import SourceUnavailable
 from data_prep.prompts import PROMPT_VARIANTS
-from data_prep.sources import SOURCES
+from data_prep.sources import SOURCES, Source
 from reward_fns.cli import DefaultsHelpFormatter
 
 
-def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags that say which rows are read (shared with ``python -m data_prep.verify_solutions``)."""
+def add_location_arguments(parser: argparse.ArgumentParser, sources: Mapping[str, Source] = SOURCES) -> None:
+    """Where rows are read (also ``python -m data_prep.build_benchmarks``): --from, --local-dir, --source-dir,
+    --revision."""
     parser.add_argument(
         "--from",
         dest="mode",
         choices=("auto", "local", "hub", "sample"),
         default="auto",
         help="where rows come from: auto = local when --local-dir/--source-dir is given, else the hub (an error "
-        "naming the download commands when it is unreachable); sample = the 44 bundled problems (a demo)",
+        "naming the download commands when it is unreachable); sample = the bundled sample problems (a demo)",
     )
     parser.add_argument(
         "--local-dir",
@@ -43,7 +45,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=PATH",
-        help=f"repository copy for one source, overriding --local-dir (sources: {', '.join(SOURCES)}); repeatable",
+        help=f"repository copy for one source, overriding --local-dir (sources: {', '.join(sources)}); repeatable",
     )
     parser.add_argument(
         "--revision",
@@ -54,6 +56,29 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
         "insist that it was downloaded at REV. Without it the hub's current commit is resolved once and recorded in "
         "manifest.json. Repeatable",
     )
+
+
+def location_settings(args: argparse.Namespace, sources: Mapping[str, Source] = SOURCES) -> dict:
+    """``mode``, ``local_dir``, ``source_dirs``, ``revisions`` from :func:`add_location_arguments`'s flags
+    (SystemExit naming a bad value)."""
+    source_dirs = {}
+    for item in args.source_dir:
+        name, sep, path = item.partition("=")
+        if not sep or name not in sources:
+            raise SystemExit(f"--source-dir expects NAME=PATH with NAME one of {', '.join(sources)}; got {item!r}")
+        source_dirs[name] = Path(path)
+    revisions = {}
+    for item in args.revision:
+        repo, sep, revision = item.partition("=")
+        if not sep or "/" not in repo or not revision:
+            raise SystemExit(f"--revision expects REPO=REV with REPO like owner/name; got {item!r}")
+        revisions[repo] = revision
+    return {"mode": args.mode, "local_dir": args.local_dir, "source_dirs": source_dirs, "revisions": revisions}
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that say which rows are read (shared with ``python -m data_prep.verify_solutions``)."""
+    add_location_arguments(parser)
     parser.add_argument(
         "--train-sources",
         default=",".join(DEFAULT_TRAIN_SOURCES),
@@ -65,30 +90,11 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 def source_settings(args: argparse.Namespace) -> dict:
     """``BuildConfig`` fields from the flags of :func:`add_source_arguments` (SystemExit naming a bad value)."""
-    source_dirs = {}
-    for item in args.source_dir:
-        name, sep, path = item.partition("=")
-        if not sep or name not in SOURCES:
-            raise SystemExit(f"--source-dir expects NAME=PATH with NAME one of {', '.join(SOURCES)}; got {item!r}")
-        source_dirs[name] = Path(path)
-    revisions = {}
-    for item in args.revision:
-        repo, sep, revision = item.partition("=")
-        if not sep or "/" not in repo or not revision:
-            raise SystemExit(f"--revision expects REPO=REV with REPO like owner/name; got {item!r}")
-        revisions[repo] = revision
     train_sources = tuple(name.strip() for name in args.train_sources.split(",") if name.strip())
     unknown = [name for name in train_sources if name not in SOURCES]
     if unknown:
         raise SystemExit(f"--train-sources: unknown source(s) {unknown}; choose from {', '.join(SOURCES)}")
-    return {
-        "mode": args.mode,
-        "local_dir": args.local_dir,
-        "source_dirs": source_dirs,
-        "revisions": revisions,
-        "train_sources": train_sources,
-        "limit_per_source": args.limit_per_source,
-    }
+    return {**location_settings(args), "train_sources": train_sources, "limit_per_source": args.limit_per_source}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -105,12 +111,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=Path("data/deepcoder_mix"), help="output directory")
     add_source_arguments(parser)
     parser.add_argument(
-        "--lcb-version",
-        default="release_v6",
-        help="LiveCodeBench release whose files are read: release_vN = test.jsonl..testN.jsonl, vN = testN.jsonl only",
+        "--lcb-window",
+        choices=tuple(LCB_WINDOWS),
+        default=None,
+        help="a named test window: "
+        + "; ".join(
+            f"{name} = {w.lcb_version}, [{w.window.test_start}, {w.window.test_end})" for name, w in LCB_WINDOWS.items()
+        )
+        + " (sets --lcb-version, --test-start and --test-end, which may then not be given)",
     )
-    parser.add_argument("--test-start", default="2024-08-01", help="first contest date of the test split (inclusive)")
-    parser.add_argument("--test-end", default="2025-05-01", help="end of the test split (exclusive)")
+    parser.add_argument(
+        "--lcb-version",
+        default=None,
+        help="LiveCodeBench release whose files are read: release_vN = test.jsonl..testN.jsonl, vN = testN.jsonl only "
+        "(default: release_v6)",
+    )
+    parser.add_argument(
+        "--test-start", default=None, help="first contest date of the test split (inclusive; default 2024-08-01)"
+    )
+    parser.add_argument("--test-end", default=None, help="end of the test split (exclusive; default 2025-05-01)")
     parser.add_argument(
         "--train-before",
         default=None,
@@ -120,8 +139,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--expected-test-count",
         type=int,
         default=None,
-        help="warn when the test split has another size (default: 454 for release_v6 [2024-08-01, 2025-05-01), the "
-        "NousCoder evaluation set; no check for other windows)",
+        help="warn when the test split has another size (default: the known size of the window, 454 for release_v6 "
+        "[2024-08-01, 2025-05-01) and 279 for release_v5 [2024-08-01, 2025-02-01); no check for other windows)",
     )
     parser.add_argument(
         "--prompt-variant",
@@ -191,8 +210,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.public_tests < 0:
         parser.error("--public-tests must be >= 0")
+    apply_lcb_window(parser, args)
     check_dates(parser, args)
     return args
+
+
+def apply_lcb_window(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--lcb-window NAME`` sets the release and the dates; without it, the NousCoder v6 window's values are the
+    defaults of the three flags."""
+    chosen = LCB_WINDOWS[args.lcb_window or "nouscoder_v6"]
+    given = [flag for flag in ("lcb_version", "test_start", "test_end") if getattr(args, flag) is not None]
+    if args.lcb_window and given:
+        parser.error(
+            f"--lcb-window {args.lcb_window} sets --lcb-version, --test-start and --test-end; drop "
+            + ", ".join("--" + flag.replace("_", "-") for flag in given)
+        )
+    defaults = {
+        "lcb_version": chosen.lcb_version,
+        "test_start": chosen.window.test_start,
+        "test_end": chosen.window.test_end,
+    }
+    for flag, value in defaults.items():
+        if getattr(args, flag) is None:
+            setattr(args, flag, value)
 
 
 def check_dates(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -36,9 +36,39 @@ class DateWindow:
         return None
 
 
-KNOWN_TEST_COUNTS = {("release_v6", "2024-08-01", "2025-05-01"): 454}
-"""Published sizes of LiveCodeBench test windows (NousCoder blog: "LiveCodeBench v6 (08/01/2024-05/01/2025) consisting
-of 454 problems")."""
+KNOWN_TEST_COUNTS = {("release_v6", "2024-08-01", "2025-05-01"): 454, ("release_v5", "2024-08-01", "2025-02-01"): 279}
+"""Published sizes of LiveCodeBench test windows. v6: the NousCoder blog ("LiveCodeBench v6 (08/01/2024-05/01/2025)
+consisting of 454 problems"). v5: DeepCoder's (its model card: "LiveCodeBench v5 (8/1/24-2/1/25)"), 279 problems in
+the test data rLLM released for it (rllm-org/rllm ``rllm/data/test/code/livecodebench.json`` at commit d3c3c8f3,
+"changed lcb to use aug 24 to jan 25", written by ``rllm/data/preprocess/code/livecodebench.ipynb`` from
+``release_v5`` with ``2024-08-01 <= contest_date < 2025-02-01``), the size of DeepCoder-Preview-Dataset's ``lcbv5``
+test config too."""
+
+
+@dataclass(frozen=True)
+class LcbWindow:
+    """A named LiveCodeBench test window: the release whose files are read and the contest dates kept."""
+
+    lcb_version: str
+    window: DateWindow
+    description: str
+
+
+LCB_WINDOWS = {
+    "nouscoder_v6": LcbWindow(
+        "release_v6", DateWindow("2024-08-01", "2025-05-01"), "LiveCodeBench v6, 2024-08-01 to 2025-05-01 (NousCoder)"
+    ),
+    "deepcoder_v5": LcbWindow(
+        "release_v5",
+        DateWindow("2024-08-01", "2025-02-01"),
+        "LiveCodeBench v5, 2024-08-01 to 2025-02-01 (DeepCoder); problems before it train, as DeepCoder's "
+        "'LiveCodeBench v5 (5/1/23-7/31/24)' training data",
+    ),
+}
+"""The windows the seeds evaluate on. DeepCoder's v5 window is taken as rLLM's notebook builds it (``release_v5``,
+dates in [2024-08-01, 2025-02-01)) rather than by reading DeepCoder's ``lcbv5`` test config: the same 279 problems,
+converted from LiveCodeBench's own rows as the v6 window is (same public/private tests, same metadata), so the two
+windows differ only in their dates."""
 
 
 def known_test_count(lcb_version: str, window: DateWindow) -> int | None:

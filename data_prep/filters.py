@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from data_prep.problem import Problem
-from data_prep.statements import is_interactive_statement
+from data_prep.statements import is_interactive_statement, statement_tags
 
 INTERACTIVE_TAG = "interactive"
 """Codeforces' tag of interactive problems (the platform's problem tags, which TACO keeps in ``raw_tags``)."""
@@ -45,6 +45,19 @@ def quality_reason(problem: Problem, config: QualityConfig) -> str | None:
 def is_interactive(problem: Problem) -> bool:
     """An interactive problem: its tests are settings of a judge program that answers the solution's queries (TACO's
     Codeforces 1063C has inputs like ``"random\\n22\\n2\\n"``), not stdin/stdout pairs, so no program passes them
-    here and every rollout would score -1. Known by the platform's ``interactive`` tag or by the statement
-    (``data_prep.statements.is_interactive_statement``)."""
-    return INTERACTIVE_TAG in problem.tags or is_interactive_statement(problem.statement)
+    here and every rollout would score -1. Known by the platform's ``interactive`` tag (the source's tag column, or
+    a ``Tags:`` line of the statement: ``data_prep.statements.statement_tags``) or by the statement's wording
+    (``data_prep.statements.is_interactive_statement``): a statement whose protocol section was left out (rLLM's
+    Codeforces template keeps no "Interaction" section) is known by its tags alone."""
+    return interactive_reason(problem) is not None
+
+
+def interactive_reason(problem: Problem) -> str | None:
+    """How a problem is known to be interactive: ``tag``, ``statement_tags``, ``statement``; None when it is not."""
+    if INTERACTIVE_TAG in problem.tags:
+        return "tag"
+    if INTERACTIVE_TAG in statement_tags(problem.statement):
+        return "statement_tags"
+    if is_interactive_statement(problem.statement):
+        return "statement"
+    return None

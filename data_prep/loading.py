@@ -80,11 +80,13 @@ def hub_rows(source: Source, lcb_files: tuple[str, ...], revision: str | None = 
             import datasets
 
             stream = iter(
-                datasets.load_dataset(source.repo, name=source.config, split="train", streaming=True, revision=revision)
+                datasets.load_dataset(
+                    source.repo, name=source.config, split=source.split, streaming=True, revision=revision
+                )
             )
             first = next(stream, None)
             rows = itertools.chain([first] if first is not None else [], stream)
-            return ((f"train:{position}", row) for position, row in enumerate(rows))
+            return ((f"{source.split}:{position}", row) for position, row in enumerate(rows))
         from huggingface_hub import hf_hub_download
 
         names = lcb_files if source.name == "lcb" else ("taco_verified.json",)

@@ -50,9 +50,15 @@ class Problem:
     public_tests: list[TestDict] = field(default_factory=list)
     """The tests the statement shows (LiveCodeBench ``public_test_cases``), in its order; graded by the multi-turn
     feedback loop, never by the reward. ``tests`` (the hidden set) may include them, as LiveCodeBench's does."""
+    layout_ground_truth: dict[str, Any] | None = None
+    """A ground truth written in another layout of ``reward_fns.layouts`` (an EvalPlus task: ``evalplus``) instead
+    of ``{"tests", "fn_name"}``; ``tests`` then holds its tests as the grader reads them."""
 
     def ground_truth(self) -> dict[str, Any]:
-        """The ground truth of docs/DESIGN.md: ``{"tests": [...], "fn_name": str}`` (``fn_name`` only when functional)."""
+        """The ground truth of docs/DESIGN.md: ``{"tests": [...], "fn_name": str}`` (``fn_name`` only when functional),
+        or ``layout_ground_truth`` when the problem has one."""
+        if self.layout_ground_truth is not None:
+            return self.layout_ground_truth
         truth: dict[str, Any] = {"tests": self.tests}
         if self.fn_name:
             truth["fn_name"] = self.fn_name

@@ -6,6 +6,7 @@ line, and a top-level JSON array (TACO-verified ships one 1.9 GB array) object b
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,8 +27,10 @@ def iter_parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def iter_json_lines(path: Path) -> Iterator[str]:
-    """Non-blank lines of a JSON Lines file, undecoded (a bad line is the row's problem, not the file's)."""
-    with open(path, encoding="utf-8") as handle:
+    """Non-blank lines of a JSON Lines file (gzip-compressed when its name ends in ``.gz``, as EvalPlus releases
+    ``HumanEvalPlus.jsonl.gz``), undecoded (a bad line is the row's problem, not the file's)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
                 yield line

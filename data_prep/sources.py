@@ -17,6 +17,11 @@ ROOT/<owner>/<name>`` leaves it) or from the hub. Row layouts (the public code e
 - ``PrimeIntellect/verifiable-coding-problems``: ``data/train-*.parquet``; columns ``problem_id, source,
   task_type, in_source_id, prompt, gold_standard_solution, verification_info, metadata`` (JSON strings).
 
+Evaluation sets (``python -m data_prep.build_benchmarks``): DeepCoder's ``codeforces`` test config (the problem text
+in rLLM's Codeforces template, with a ``Tags:`` line: ``data_prep.statements.statement_tags``) and EvalPlus's
+HumanEval+ release ``HumanEvalPlus.jsonl.gz`` (not a hub repository: a GitHub release asset,
+``evalplus/data/utils.py`` ``get_dataset_metadata``), read by ``data_prep.evalplus_tasks``.
+
 Statements lose PrimeIntellect's prompt wrapper here (``data_prep.statements``), so every later step sees the
 problem text only.
 """
@@ -31,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from data_prep import ground_truth
+from data_prep.evalplus_tasks import RELEASE_URL as HUMANEVALPLUS_URL
+from data_prep.evalplus_tasks import convert_humanevalplus_row
 from data_prep.problem import MalformedRow, Problem
 from data_prep.raw_files import iter_json_lines, iter_json_records, iter_parquet_rows
 from data_prep.statements import strip_prompt_wrapper
@@ -59,6 +66,10 @@ class Source:
     convert: RowConverter
     file_format: str
     """``parquet``, ``jsonl`` or ``json``."""
+    split: str = "train"
+    """The split a hub read streams (``datasets.load_dataset(..., split=)``)."""
+    download_url: str | None = None
+    """A source that is not a hub repository: the URL of its one file (the local copy's download command names it)."""
 
     def describe(self) -> str:
         return f"{self.repo}:{self.config}" if self.config else self.repo
@@ -129,6 +140,32 @@ def _deepcoder_converter(config: str) -> RowConverter:
         )
 
     return convert
+
+
+def convert_deepcoder_codeforces_row(row: dict[str, Any], row_id: str) -> Problem:
+    """A row of DeepCoder's ``codeforces`` test config: the statement is rLLM's Codeforces template (description,
+    ``Input Format:``, ``Output Format:``, ``Tags:``, limits; rllm-org/rllm ``rllm/data/preprocess/code/
+    codeforces.ipynb``) and its tests a list of ``{input, output}``, converted as the training configs are (the
+    ``Tags:`` line is read by the interactive rule, ``data_prep.filters.interactive_reason``). The problem id and
+    rating come from the row's ``metadata`` when it has them, else from the Codeforces metadata joined by
+    ``data_prep.codeforces_metadata``."""
+    metadata = _metadata(row)
+    tests, fn_name = ground_truth.deepcoder_tests(
+        ground_truth.loads_json(_field(row, "tests"), "tests"), metadata.get("func_name")
+    )
+    statement = _field(row, "problem").strip("\n")
+    return Problem(
+        problem_id=str(metadata.get("problem_id") or row_id),
+        source="codeforces",
+        origin=f"{DEEPCODER_REPO}:codeforces",
+        statement=statement,
+        tests=tests,
+        fn_name=fn_name,
+        starter_code=row.get("starter_code") or "",
+        difficulty=str(metadata.get("rating") or ""),
+        platform="codeforces",
+        source_name="deepcoder_codeforces",
+    )
 
 
 def convert_taco_verified_row(row: dict[str, Any], row_id: str) -> Problem:
@@ -219,6 +256,33 @@ SOURCES: dict[str, Source] = {
 }
 
 
+EVAL_ONLY_SOURCES: dict[str, Source] = {
+    "deepcoder_codeforces": Source(
+        "deepcoder_codeforces",
+        "codeforces",
+        DEEPCODER_REPO,
+        "codeforces",
+        ("codeforces/test-*.parquet",),
+        convert_deepcoder_codeforces_row,
+        "parquet",
+        split="test",
+    ),
+    "humanevalplus": Source(
+        "humanevalplus",
+        "humanevalplus",
+        "evalplus/humanevalplus_release",
+        None,
+        ("HumanEvalPlus*.jsonl", "HumanEvalPlus*.jsonl.gz"),
+        convert_humanevalplus_row,
+        "jsonl",
+        download_url=HUMANEVALPLUS_URL,
+    ),
+}
+"""Sources of evaluation sets only: never a ``--train-sources`` choice (training on them would train on the test).
+``humanevalplus`` is EvalPlus's GitHub release file, read from a local copy only (``data_prep.evalplus_tasks``)."""
+ALL_SOURCES = {**SOURCES, **EVAL_ONLY_SOURCES}
+
+
 def local_files(source: Source, repo_dir: Path, lcb_files: tuple[str, ...] = LCB_FILES) -> list[Path]:
     """The source's files under a local copy of its repository, sorted; raises FileNotFoundError with advice."""
     patterns = lcb_files if source.name == "lcb" else source.file_patterns
@@ -235,9 +299,14 @@ def local_files(source: Source, repo_dir: Path, lcb_files: tuple[str, ...] = LCB
 
 
 def _missing_message(source: Source, repo_dir: Path, why: str) -> str:
+    download = (
+        f"curl -L --create-dirs -o {repo_dir}/{source.download_url.rsplit('/', 1)[-1]} {source.download_url}"
+        if source.download_url
+        else f"huggingface-cli download {source.repo} --repo-type dataset --local-dir {repo_dir}"
+    )
     return (
         f"source {source.name!r} ({source.describe()}): no local copy at {repo_dir} ({why}). "
-        f"Download it with `huggingface-cli download {source.repo} --repo-type dataset --local-dir {repo_dir}`, "
+        f"Download it with `{download}`, "
         f"point to another copy with --source-dir {source.name}=PATH, or build from the bundled sample with --from sample."
     )
 

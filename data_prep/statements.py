@@ -1,5 +1,5 @@
-"""Problem statements: the prompt wrapper some sources put around them, the words duplicates are found by, and
-whether a statement describes an interactive problem.
+"""Problem statements: the prompt wrapper some sources put around them, the words duplicates are found by, the tags
+some statements carry, and whether a statement describes an interactive problem.
 
 PrimeIntellect's SYNTHETIC-1 prompts, and so DeepCoder's ``primeintellect`` config, wrap the statement as
 ``Solve the following coding problem using the programming language python:\\n\\n<statement>\\n\\nThe input will be
@@ -12,6 +12,7 @@ the same problem from TACO or LiveCodeBench is recognised as a duplicate.
 
 from __future__ import annotations
 
+import ast
 import html
 import re
 import unicodedata
@@ -27,6 +28,7 @@ _HTML_TAG = re.compile(r"</?[a-zA-Z][^<>]{0,200}>")
 _INTERACTIVE_SENTENCE = re.compile(r"\bthis is an? interactive (?:problem|task)\b", re.I)
 _INTERACTION_HEADING = re.compile(r"^[ \t]*-*[ \t]*Interaction[ \t]*-*[ \t]*$", re.M)
 _WORD = re.compile(r"[a-z0-9]+")
+_TAGS_LINE = re.compile(r"^[ \t]*Tags:[ \t]*\n?[ \t]*(\[[^\n]*\])[ \t]*$", re.M)
 
 
 def strip_prompt_wrapper(statement: str) -> str:
@@ -49,3 +51,20 @@ def is_interactive_statement(statement: str) -> bool:
     Codeforces 1063C, printed by rllm-org/rllm ``rllm/data/preprocess/code/taco.ipynb``: "This is an interactive
     problem. ... Interaction ..."); "interactive task" is matched too."""
     return bool(_INTERACTIVE_SENTENCE.search(statement) or _INTERACTION_HEADING.search(statement))
+
+
+def statement_tags(statement: str) -> list[str]:
+    """The platform tags written into the statement text, lower case: rLLM's Codeforces template (DeepCoder's
+    ``codeforces`` test config; rllm-org/rllm ``rllm/data/preprocess/code/codeforces.ipynb``, ``CODEFORCES_TEMPLATE``)
+    has a ``Tags:`` line followed by the tag list as Python prints it (``['constructive algorithms',
+    'interactive', 'strings']``, as in that repository's ``rllm/data/test/code/codeforces.json``, problem 2013C).
+    [] when the statement has no such line or it does not hold a list of strings."""
+    tags: list[str] = []
+    for match in _TAGS_LINE.finditer(statement):
+        try:
+            value = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
+            continue
+        if isinstance(value, list):
+            tags += [tag.strip().lower() for tag in value if isinstance(tag, str)]
+    return tags

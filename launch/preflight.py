@@ -298,9 +298,17 @@ def data_uses(args: argparse.Namespace, fitted: dict[str, DictConfig], rescore: 
         uses.append(
             DataUse(args.offline_filter_config, "data.val_files", train, fitted[args.offline_filter_config], True)
         )
-    for name in [*rescore.values(), *filter(None, [args.eval_config])]:
+    for name in rescore.values():
         files = (str(args.eval_data),) if args.eval_data else as_files(fitted[name].data.val_files)
         uses.append(DataUse(name, "data.val_files", files, fitted[name], False))
+    if args.eval_config:
+        benchmarks = tuple(str(path) for path in args.eval_benchmark) or (
+            (str(args.eval_data),) if args.eval_data else ()
+        )
+        files = benchmarks or as_files(fitted[args.eval_config].data.val_files)
+        uses += [
+            DataUse(args.eval_config, "data.val_files", (path,), fitted[args.eval_config], False) for path in files
+        ]
     for name in args.config:
         if runs_validation(fitted[name]):
             uses.append(DataUse(name, "data.val_files", as_files(fitted[name].data.val_files), fitted[name], False))
@@ -369,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--init-model", default=None, help="the first stage's model (INIT_MODEL)")
     parser.add_argument(
         "--eval-data", type=Path, default=None, help="the re-scoring and final evaluation's data (EVAL_DATA)"
+    )
+    parser.add_argument(
+        "--eval-benchmark", type=Path, action="append", default=[], help="a final evaluation's data (EVAL_BENCHMARKS)"
     )
     parser.add_argument(
         "--site-manifest", type=Path, default=None, help="where to write what the site check probes (JSON)"

@@ -23,7 +23,8 @@
 #   sbatch launch/rehearse.sh [hydra overrides for every run...]
 # Knobs (environment variables; defaults in brackets), besides the chain's (launch/stage_chain.sh, launch/lib/ray_slurm.sh):
 #   REHEARSAL_LAYOUT           gpu: the 32k stage (dapo_32k) split over the 2 nodes, then eval_lcb_80k; cpu: the CPU
-#                              mode's (rehearsal_cpu, rehearsal_cpu_eval; one logical device slot per node), as CI runs it [gpu]
+#                              mode's (rehearsal_cpu, then the CPU chain's evaluation eval_debug_cpu, without YaRN; one
+#                              logical device slot per node), as CI runs it [gpu]
 #   REHEARSAL_MODEL            the model to start from, a small one of the real model's family; gpu only [Qwen/Qwen3-0.6B]
 #   REHEARSAL_DATA             a directory with train.parquet and test.parquet (data_prep) [SUBMIT_DIR/data/deepcoder_mix]
 #   REHEARSAL_TRAIN_PROBLEMS   training problems used (the first ones) [512]
@@ -72,7 +73,7 @@ if [[ "$LAYOUT" == gpu ]]; then
     "actor_rollout_ref.actor.fsdp_config.fsdp_size=$((GPUS_PER_NODE > 1 ? GPUS_PER_NODE / 2 : 1))"
     "data.max_response_length=${REHEARSAL_RESPONSE_TOKENS:-2048}")
 elif [[ "$LAYOUT" == cpu ]]; then
-  STAGE=rehearsal_cpu EVAL=rehearsal_cpu_eval
+  STAGE=rehearsal_cpu EVAL=eval_debug_cpu
   export GPUS_PER_NODE=${GPUS_PER_NODE:-1} RAY_NUM_CPUS=${RAY_NUM_CPUS:-16}
   MODEL="the CPU mode's tiny Qwen2" TRAINER_GPUS=1 ROLLOUT_GPUS=1
 else

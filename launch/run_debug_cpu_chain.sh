@@ -18,14 +18,17 @@ set -euo pipefail
 : "${STAGES:=debug_cpu debug_cpu_extended}"
 : "${RUN_NAME:=debug_cpu_chain}"
 : "${RESCORE=}"
+# RUN_EVAL=1 EVAL_CONFIG=eval_debug_cpu EVAL_DATA=<the sample's test.parquet> adds the final evaluation and its
+# pass@k report (final_eval/report/), as on the cluster.
 : "${RUN_EVAL:=0}"
-: "${SCORE_METRIC:=val-core/nous_sample/acc/mean@1}"  # the bundled sample's data source
+: "${EVAL_CONFIG:=eval_debug_cpu}"
+: "${SCORE_METRIC:=val-core/nous_sample/acc/mean@[0-9]+$}"  # the bundled sample's data source, any n
 # Ray's device slots (2 FSDP ranks of the sync layout) and the logical CPUs verl's placement groups reserve.
 : "${GPUS_PER_NODE:=2}"
 : "${RAY_NUM_CPUS:=16}"
 # The bundled sample's 28 training problems are too few to filter (stage 0 needs a GPU config's vLLM as well).
 : "${OFFLINE_FILTER:=none}"
-export STAGES RUN_NAME RESCORE RUN_EVAL SCORE_METRIC GPUS_PER_NODE RAY_NUM_CPUS OFFLINE_FILTER
+export STAGES RUN_NAME RESCORE RUN_EVAL EVAL_CONFIG SCORE_METRIC GPUS_PER_NODE RAY_NUM_CPUS OFFLINE_FILTER
 # sbatch runs a copy of this file from Slurm's spool directory: find launch/ through the job record then.
 if [[ -z "${LAUNCH_DIR:-}" ]]; then
   LAUNCH_DIR=$(dirname "${BASH_SOURCE[0]}")

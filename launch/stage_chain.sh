@@ -50,6 +50,13 @@
 #   EVAL_CONFIG            the final evaluation's val_only config, run on every GPU of the job [set by the wrapper]
 #   EVAL_DATA              LiveCodeBench test parquet of the re-scoring and the final evaluation (data.val_files),
 #                          checked before training starts [$SLURM_SUBMIT_DIR/data/deepcoder_mix/test.parquet]
+#   EVAL_BENCHMARKS        the final evaluation's benchmarks instead of EVAL_DATA, space-separated, each NAME (read
+#                          from EVAL_BENCHMARK_DIR/NAME.parquet) or NAME=PARQUET, NAME one of lcb_v6 lcb_v5
+#                          codeforces humanevalplus (python -m data_prep.build_benchmarks); one validation run each
+#                          with EVAL_CONFIG []
+#   EVAL_BENCHMARK_DIR     where EVAL_BENCHMARKS' parquets are [$SLURM_SUBMIT_DIR/data/benchmarks]
+#   EVAL_CODEFORCES_CONTESTS  contest data of the Codeforces rating (recipe.nouscoder.eval.codeforces_contests)
+#                          [EVAL_BENCHMARK_DIR/codeforces_contests.json when it exists; without it no rating]
 #   WANDB_API_KEY          when set, every run also logs to wandb (trainer.logger=[console,file,wandb]; an override of
 #                          trainer.logger after the script name wins); WANDB_ENTITY, WANDB_BASE_URL, ... pass through;
 #                          the site check turns WANDB_MODE=offline on when a node cannot reach wandb
@@ -73,7 +80,9 @@
 #   RUN_DIR/<stage>/checkpoints/   trainer.default_local_dir: global_step_N/, metrics.jsonl, best_hf/ (merged model)
 #   RUN_DIR/<stage>/rescore/       re-scored candidates (launch/rescore_checkpoints.py): models, runs, selection.json
 #   RUN_DIR/<stage>/best_model     path of the selected model (the stage is finished when this exists)
-#   RUN_DIR/final_eval/            final evaluation: metrics.jsonl, generations/ (verl's dump), score, DONE
+#   RUN_DIR/final_eval/            final evaluation: metrics.jsonl, generations/ (verl's dump), score (with
+#                                  EVAL_BENCHMARKS: final_eval/<NAME>/ each); report/ (the pass@k report of the dump:
+#                                  completions.jsonl, results.json, report.md, plots, per benchmark <NAME>/), DONE
 #   RUN_DIR/offline_filter/        stage 0: run/ (its metrics), generations/, train_filtered.parquet (+ report), DONE
 #   RUN_DIR/logs/<job>/            ray_<node>.log per node, <stage>.log, rescore/eval logs, preflight.log,
 #                                  bill_of_materials.json, <check>_<node>.log, stall_<run>/ (a stalled run's diagnostics)
@@ -108,6 +117,7 @@ RUN_EVAL=${RUN_EVAL:-1}
 [[ "$RUN_EVAL" != 1 ]] ||
   : "${EVAL_CONFIG:?set EVAL_CONFIG, the final evaluation config, e.g. eval_lcb_80k (the run_*.sh wrappers do), or RUN_EVAL=0}"
 EVAL_DATA=${EVAL_DATA:-$SUBMIT_DIR/data/deepcoder_mix/test.parquet}
+EVAL_BENCHMARK_DIR=${EVAL_BENCHMARK_DIR:-$SUBMIT_DIR/data/benchmarks}
 : "${OFFLINE_FILTER:?set OFFLINE_FILTER to build (stage 0 builds the filter), a filter file, or none (the run_*.sh wrappers do)}"
 OFFLINE_FILTER_CONFIG=${OFFLINE_FILTER_CONFIG:-offline_filter}
 read -ra STAGE_LIST <<<"$STAGES"
@@ -139,7 +149,12 @@ run_preflight() {
   [[ -z "${BUDGET_GPU_HOURS:-}" ]] || args+=(--budget-gpu-hours "$BUDGET_GPU_HOURS")
   [[ -z "${CHECKPOINT_GB:-}" ]] || args+=(--checkpoint-gb "$CHECKPOINT_GB")
   [[ -z "${INIT_MODEL:-}" ]] || args+=(--init-model "$INIT_MODEL")
-  [[ "$RUN_EVAL" != 1 && ${#RESCORE_CONFIG[@]} -eq 0 ]] || args+=(--eval-data "$EVAL_DATA")
+  if [[ ${#RESCORE_CONFIG[@]} -gt 0 || ("$RUN_EVAL" == 1 && -z "${EVAL_BENCHMARKS:-}") ]]; then
+    args+=(--eval-data "$EVAL_DATA")
+  fi
+  if [[ "$RUN_EVAL" == 1 && -n "${EVAL_BENCHMARKS:-}" ]]; then
+    while read -r value; do args+=(--eval-benchmark "${value#*=}"); done < <(eval_benchmarks)
+  fi
   [[ -z "${WANDB_API_KEY:-}" ]] || args+=(--wandb)
   [[ -z "${TIME_LIMIT_S:-}" ]] || args+=(--time-limit-s "$TIME_LIMIT_S")
   [[ -z "${SAVE_BEFORE_LIMIT_S:-}" ]] || args+=(--save-lead-s "$SAVE_BEFORE_LIMIT_S")
@@ -444,25 +459,91 @@ drop_unselected_optimizer_shards() {
     >>"$LOG_DIR/prune_$stage.log" 2>&1 || log "WARNING: stage $stage: dropping the optimizer shards failed, see $LOG_DIR/prune_$stage.log"
 }
 
+# The final evaluation's benchmarks as NAME=PARQUET words: EVAL_BENCHMARKS, else EVAL_DATA (named by its manifest).
+eval_benchmarks() {
+  local item
+  if [[ -z "${EVAL_BENCHMARKS:-}" ]]; then
+    printf '%s\n' "$EVAL_DATA"
+    return 0
+  fi
+  for item in $EVAL_BENCHMARKS; do
+    [[ "$item" == *=* ]] || item="$item=$EVAL_BENCHMARK_DIR/$item.parquet"
+    printf '%s\n' "$item"
+  done
+}
+
+# One validation-only run of EVAL_CONFIG on PARQUET in OUT (its generations dumped there), skipped when its score is
+# there already.
+run_eval_benchmark() {
+  local model=$1 parquet=$2 out=$3 name=$4 score
+  shift 4
+  if [[ -s "$out/score" ]]; then
+    log "evaluation $name: validated earlier ($(cat "$out/score"))"
+    return 0
+  fi
+  log "evaluation $name of $model with $EVAL_CONFIG on all $NNODES node(s): $parquet"
+  EXTRA_OVERRIDES=("actor_rollout_ref.model.path=$model" "data.val_files=$parquet" "trainer.validation_data_dir=$out/generations")
+  run_trainer "$EVAL_CONFIG" "$out" "$name" "$LOG_DIR/${name/final_eval/eval}.log" "$@" ||
+    die "evaluation $name failed; resubmit to retry it (training is kept). Log: $LOG_DIR/${name/final_eval/eval}.log"
+  score=$("${RESCORE_CMD[@]}" score "$out") ||
+    die "evaluation $name: no validation score in $out/metrics.jsonl; see $LOG_DIR/${name/final_eval/eval}.log."
+  printf '%s\n' "$score" >"$out/score"
+  log "evaluation $name finished: $score (generations in $out/generations)"
+}
+
+# verl's generation dumps -> the pass@k report of the single-node path (recipe.nouscoder.eval.verl_dump, eval_lcb):
+# RUN_DIR/final_eval/report/{results.json, report.md, plots}, every sample graded again by the reward's grader here.
+write_eval_report() {
+  local model=$1 report=$2
+  shift 2
+  local -a dumps=() data=() names=() contests=()
+  local item
+  while read -r item; do
+    data+=("$item")
+    [[ "$item" == *=* ]] && names+=("${item%%=*}") || names+=(final_eval)
+  done < <(eval_benchmarks)
+  for item in "${names[@]}"; do
+    if [[ "$item" == final_eval ]]; then dumps+=("$RUN_DIR/final_eval/generations"); else dumps+=("$RUN_DIR/final_eval/$item/generations"); fi
+  done
+  local contest_file=${EVAL_CODEFORCES_CONTESTS:-$EVAL_BENCHMARK_DIR/codeforces_contests.json}
+  [[ ! -s "$contest_file" ]] || contests=(--codeforces-contests "$contest_file")
+  mkdir -p "$report"
+  log "evaluation report: verl's dumps -> $report/completions.jsonl -> pass@k report (recipe.nouscoder.eval.eval_lcb)"
+  "${HOST_PYTHON[@]}" -m recipe.nouscoder.eval.verl_dump --generations "${dumps[@]}" --data "${data[@]#*=}" \
+    --out "$report/completions.jsonl" --config-name "$EVAL_CONFIG" "actor_rollout_ref.model.path=$model" "$@" \
+    >>"$LOG_DIR/eval_report.log" 2>&1 || die "evaluation report: converting verl's dump failed; see $LOG_DIR/eval_report.log."
+  "${HOST_PYTHON[@]}" -m recipe.nouscoder.eval.eval_lcb --completions "$report/completions.jsonl" \
+    --completions-settings "$report/completions.settings.json" --data "${data[@]}" --out "$report" "${contests[@]}" \
+    >>"$LOG_DIR/eval_report.log" 2>&1 || die "evaluation report: eval_lcb failed; see $LOG_DIR/eval_report.log."
+  log "evaluation report: $report/report.md, $report/results.json"
+}
+
 run_final_eval() {
-  local model=$1 out=$RUN_DIR/final_eval score
+  local model=$1 out=$RUN_DIR/final_eval item name
   shift
   if [[ "$RUN_EVAL" != 1 ]]; then
     log "evaluation: skipped (RUN_EVAL=$RUN_EVAL)"
     return 0
   fi
   if [[ -f "$out/DONE" ]]; then
-    log "evaluation: finished earlier, results in $out ($(cat "$out/score" 2>/dev/null))"
+    log "evaluation: finished earlier, report in $out/report ($(cat "$out/DONE"))"
     return 0
   fi
-  log "evaluation of $model with $EVAL_CONFIG on all $NNODES node(s)"
-  EXTRA_OVERRIDES=("actor_rollout_ref.model.path=$model" "data.val_files=$EVAL_DATA" "trainer.validation_data_dir=$out/generations")
-  run_trainer "$EVAL_CONFIG" "$out" final_eval "$LOG_DIR/eval.log" "$@" ||
-    die "evaluation failed; resubmit to retry it (training is kept). Log: $LOG_DIR/eval.log"
-  score=$("${RESCORE_CMD[@]}" score "$out") || die "evaluation: no validation score in $out/metrics.jsonl; see $LOG_DIR/eval.log."
-  printf '%s\n' "$score" >"$out/score"
-  touch "$out/DONE"
-  log "evaluation finished: $score (generations in $out/generations)"
+  while read -r item; do
+    if [[ "$item" == *=* ]]; then
+      name=${item%%=*}
+      run_eval_benchmark "$model" "${item#*=}" "$out/$name" "final_eval_$name" "$@"
+    else
+      run_eval_benchmark "$model" "$item" "$out" final_eval "$@"
+    fi
+  done < <(eval_benchmarks)
+  write_eval_report "$model" "$out/report" "$@"
+  local -a scores=()
+  for item in "$out/score" "$out"/*/score; do
+    [[ ! -s "$item" ]] || scores+=("$(cat "$item")")
+  done
+  (IFS=';' && printf '%s\n' "${scores[*]}") >"$out/DONE"
+  log "evaluation finished: $(cat "$out/DONE") (report: $out/report/report.md)"
 }
 
 # True when every stage has its best model and the evaluation is done or off: nothing to start Ray for.
@@ -479,8 +560,15 @@ main() {
     log "run $RUN_NAME in $RUN_DIR is complete already: nothing to do (new RUN_NAME to start another)"
     return 0
   fi
-  if [[ ("$RUN_EVAL" == 1 || ${#RESCORE_CONFIG[@]} -gt 0) && ! -e "$EVAL_DATA" ]]; then
+  if [[ ( ("$RUN_EVAL" == 1 && -z "${EVAL_BENCHMARKS:-}") || ${#RESCORE_CONFIG[@]} -gt 0) && ! -e "$EVAL_DATA" ]]; then
     die "EVAL_DATA=$EVAL_DATA does not exist: build the LiveCodeBench test split (data_prep), set EVAL_DATA, or set RUN_EVAL=0 RESCORE=."
+  fi
+  local benchmark
+  if [[ "$RUN_EVAL" == 1 && -n "${EVAL_BENCHMARKS:-}" ]]; then
+    while read -r benchmark; do
+      [[ -e "${benchmark#*=}" ]] ||
+        die "EVAL_BENCHMARKS: ${benchmark#*=} does not exist: build it (python -m data_prep.build_benchmarks --out $EVAL_BENCHMARK_DIR), set EVAL_BENCHMARK_DIR, or name it NAME=PARQUET."
+    done < <(eval_benchmarks)
   fi
   mkdir -p "$LOG_DIR"
   log "run $RUN_NAME in $RUN_DIR: stages $STAGES; job ${SLURM_JOB_ID:-local}; logs in $LOG_DIR; bash $BASH_VERSION"

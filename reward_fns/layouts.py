@@ -22,7 +22,19 @@ layout              shape                                                   writ
                                                                             DeepCoder); PrimeIntellect / DeepCoder
                                                                             test cases (``type``, ``fn_name``);
                                                                             DeepCoder ``codeforces``
+``evalplus``        ``{"entry_point", "atol", "base_input", "plus_input",   an EvalPlus task (HumanEvalPlus.jsonl:
+                    "base", "plus", "base_time", "plus_time"}``             ``evalplus/data/humaneval.py``) with its
+                                                                            ground truth (``evaluate.py``
+                                                                            ``get_groundtruth``); written by
+                                                                            ``data_prep``
 ==================  ======================================================  =====================================
+
+An ``evalplus`` task becomes one test per suite (base, then plus when it has inputs), ``testtype: "evalplus"``: its
+``input`` the JSON ``{"calls": [argument lists], "time_limits_s": [...]}`` the test program reads, its ``output`` the
+JSON ``{"entry_point", "atol", "expected": [Python literals], "time_limits_s"}`` the grader checks against, its
+``time_limit_s`` EvalPlus's suite limit (``reward_fns.evalplus``). ``base`` / ``plus`` hold the canonical solution's
+return values as Python literals (``reward_fns.sandbox.harness.to_literal_text``: a tuple stays a tuple), and
+``base_time`` / ``plus_time`` its seconds per input, from which the limits are computed.
 
 Any of them may arrive as a JSON string. Function-call conventions:
 
@@ -45,6 +57,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reward_fns import evalplus
+
 TestDict = dict[str, str]
 """One test in our layout: ``{"input": str, "output": str, "testtype": "stdin"|"functional"}``."""
 
@@ -53,7 +67,7 @@ UNWRAPPED_PLATFORMS = frozenset({"leetcode", "hackerrank"})
 STDIN_MARKERS = frozenset({"stdin", "stdin_stdout"})
 """Per-test type values of stdin/stdout tests: LiveCodeBench ``testtype``, PrimeIntellect ``type`` (rLLM's cookbook
 also writes ``testtype: "stdin_stdout"``)."""
-LAYOUTS = ("nouscoder", "taco", "input_output", "primeintellect", "test_list")
+LAYOUTS = ("nouscoder", "taco", "input_output", "primeintellect", "test_list", "evalplus")
 CONVERT_HINT = (
     'convert it to {"tests": [{"input": str, "output": str, "testtype": "stdin"|"functional"}], "fn_name": str} '
     "(python -m data_prep.build_deepcoder_mix writes this layout; the accepted layouts are listed in "
@@ -94,6 +108,8 @@ def to_our_layout(ground_truth: Any) -> tuple[dict[str, Any], str]:
         if detect_layout(inner) != "taco":
             raise LayoutError(f"input_output holds {describe(inner)}, expected a TACO object {{inputs, outputs}}")
         ground_truth = inner
+    if layout == "evalplus":
+        return {"tests": evalplus_tests(ground_truth), "fn_name": str(ground_truth["entry_point"])}, layout
     if layout in ("taco", "input_output"):
         tests, fn_name = taco_tests(ground_truth)
     elif layout == "primeintellect":
@@ -116,6 +132,7 @@ def detect_layout(value: Any) -> str:
                 ("taco", ("inputs", "outputs")),
                 ("input_output", ("input_output",)),
                 ("primeintellect", ("test_cases",)),
+                ("evalplus", ("entry_point", *evalplus.SUITE_KEYS["base"])),
             )
             if all(key in value for key in keys)
         ]
@@ -145,6 +162,39 @@ def describe(value: Any) -> str:
         return f"a list of {kinds}" + (f" with keys {keys}" if keys else "")
     kind = {bool: "boolean", int: "number", float: "number", str: "string", type(None): "null"}.get(type(value))
     return f"a JSON {kind}" if kind else f"a {type(value).__name__}"
+
+
+def evalplus_tests(task: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """An EvalPlus task with its ground truth (layout ``evalplus``) -> one ``evalplus`` test per non-empty suite."""
+    entry_point, atol = task.get("entry_point"), task.get("atol", 0)
+    if not isinstance(entry_point, str) or not entry_point:
+        raise LayoutError("an EvalPlus task needs its entry_point (the function name)", "missing_fn_name")
+    if isinstance(atol, bool) or not isinstance(atol, int | float):
+        raise LayoutError(f"an EvalPlus task's atol must be a number, got {describe(atol)}")
+    tests = []
+    for suite, (inputs_key, outputs_key, times_key) in evalplus.SUITE_KEYS.items():
+        inputs, outputs, times = task.get(inputs_key), task.get(outputs_key), task.get(times_key)
+        if not (isinstance(inputs, list) and isinstance(outputs, list) and isinstance(times, list)):
+            raise LayoutError(f"an EvalPlus task needs the lists {inputs_key}, {outputs_key} and {times_key}")
+        if not len(inputs) == len(outputs) == len(times):
+            raise LayoutError(f"{suite}: {len(inputs)} inputs, {len(outputs)} outputs, {len(times)} times")
+        if suite == "base" and not inputs:
+            raise LayoutError("an EvalPlus task without base inputs")
+        if not inputs:
+            continue
+        if not all(isinstance(call, list) for call in inputs) or not all(isinstance(out, str) for out in outputs):
+            raise LayoutError(f"{suite}: each input must be an argument list and each output a Python literal")
+        limits = evalplus.time_limits(times)
+        spec = {"entry_point": entry_point, "atol": atol, "expected": outputs, "time_limits_s": limits}
+        tests.append(
+            {
+                "input": json.dumps({"calls": inputs, "time_limits_s": limits}),
+                "output": json.dumps(spec),
+                "testtype": "evalplus",
+                "time_limit_s": evalplus.suite_timeout(limits),
+            }
+        )
+    return tests
 
 
 def taco_tests(input_output: Mapping[str, Any], platform: str | None = None) -> tuple[list[TestDict], str | None]:

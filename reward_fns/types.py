@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 from reward_fns.layouts import LayoutError, describe, to_our_layout
 
-TestType = Literal["stdin", "functional"]
+TestType = Literal["stdin", "functional", "evalplus"]
+TEST_TYPES = ("stdin", "functional", "evalplus")
+"""``evalplus``: one suite of an EvalPlus task (``reward_fns.evalplus``), written by the ``evalplus`` layout only."""
 BAD_GROUND_TRUTH = "bad ground truth: "
 """Prefix of the ``detail`` of a result whose ground truth could not be read."""
 
@@ -47,11 +49,14 @@ class GroundTruthError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TestCase:
-    """One hidden test. Functional tests: ``input`` is one JSON value per line, ``output`` one JSON value."""
+    """One hidden test. Functional tests: ``input`` is one JSON value per line, ``output`` one JSON value. evalplus
+    tests: ``input`` the calls and their limits, ``output`` the expected values (``reward_fns.layouts``)."""
 
     input: str
     output: str
     testtype: TestType = "stdin"
+    time_limit_s: float | None = None
+    """The test's own wall-clock limit (an EvalPlus suite's); None: ``GraderConfig.time_limit_s``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +98,15 @@ class Problem:
             ):
                 raise GroundTruthError(f"test {position} must have string 'input' and 'output' (got {describe(raw)})")
             testtype = raw.get("testtype", "stdin")
-            if testtype not in ("stdin", "functional"):
+            if testtype not in TEST_TYPES:
                 raise GroundTruthError(f"test {position} has unknown testtype {testtype!r}")
-            tests.append(TestCase(raw["input"], raw["output"], testtype))
+            limit = raw.get("time_limit_s")
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0):
+                raise GroundTruthError(f"test {position} has time_limit_s {limit!r}; expected a positive number")
+            tests.append(TestCase(raw["input"], raw["output"], testtype, limit))
         fn_name = ground_truth.get("fn_name") or None
-        if fn_name is None and any(test.testtype == "functional" for test in tests):
-            raise GroundTruthError("functional tests need 'fn_name' in the ground truth")
+        if fn_name is None and any(test.testtype != "stdin" for test in tests):
+            raise GroundTruthError("functional and evalplus tests need 'fn_name' in the ground truth")
         tests.sort(key=lambda test: len(test.input), reverse=True)
         return cls(tests=tuple(tests), fn_name=fn_name)
 

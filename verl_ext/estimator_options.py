@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 MASK_WHEN_CHOICES = ("incorrect", "correct", "any")
+REPETITION_PERIODS_CHOICES = ("any", "window")
 
 
 def _section(config: Any, name: str) -> dict[str, Any]:
@@ -83,7 +84,10 @@ class MicrocoderOptions:
     mask_when: str = "incorrect"
     """'incorrect' (eq. 2), 'correct' (the prose of section 2.3) or 'any' (correctness not tested)."""
     repetition_window: int = 128
-    """m: a response whose last m tokens equal the m before them is a repetition and never masked (0 = off)."""
+    """m: a response that ends in a loop over its last m tokens is a repetition and never masked (0 = off)."""
+    repetition_periods: str = "any"
+    """'any': a loop of any period p <= m (o_t = o_{t-p} over the last m tokens); 'window': the paper's rule as
+    written, the last m tokens equal the m before them (only periods dividing m)."""
     correct_reward_threshold: float = 0.0
     """A response is correct when its reward > threshold (unless the trainer provides `acc`)."""
     seed: int = 0
@@ -103,6 +107,11 @@ class MicrocoderOptions:
         if self.mask_when not in MASK_WHEN_CHOICES:
             raise ValueError(
                 f"algorithm.microcoder_grpo.mask_when must be one of {MASK_WHEN_CHOICES}, got {self.mask_when!r}"
+            )
+        if self.repetition_periods not in REPETITION_PERIODS_CHOICES:
+            raise ValueError(
+                f"algorithm.microcoder_grpo.repetition_periods must be one of {REPETITION_PERIODS_CHOICES}, "
+                f"got {self.repetition_periods!r}"
             )
         if int(self.repetition_window) < 0:
             raise ValueError(f"algorithm.microcoder_grpo.repetition_window must be >= 0, got {self.repetition_window}")

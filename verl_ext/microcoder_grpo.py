@@ -29,10 +29,10 @@ def _correctness_condition(correct: torch.Tensor, mask_when: str) -> torch.Tenso
 
 
 def _repetition(
-    inputs: AdvantageInputs | None, lengths: torch.Tensor, candidates: torch.Tensor, window: int
+    inputs: AdvantageInputs | None, lengths: torch.Tensor, candidates: torch.Tensor, options: MicrocoderOptions
 ) -> torch.Tensor:
     """(bs,) bool repeat(o_i, m) for the candidate rows; needs the response ids provided by the trainer."""
-    if window == 0:
+    if options.repetition_window == 0:
         return torch.zeros_like(candidates)
     if inputs is None or inputs.responses is None:
         raise ValueError(
@@ -41,7 +41,8 @@ def _repetition(
             "`with verl_ext.advantage_inputs.provide_advantage_inputs(batch):`, or set "
             "algorithm.microcoder_grpo.repetition_window=0 to drop the repetition exemption"
         )
-    return ends_in_repetition(inputs.responses, lengths, window, candidates)
+    any_period = options.repetition_periods == "any"
+    return ends_in_repetition(inputs.responses, lengths, options.repetition_window, candidates, any_period)
 
 
 @register_adv_est("microcoder_grpo")
@@ -90,7 +91,7 @@ def compute_microcoder_grpo_advantage(
             & _correctness_condition(correct, options.mask_when)
             & (draws < options.mask_probability)
         )
-        masked = candidates & ~_repetition(inputs, lengths, candidates, options.repetition_window)
+        masked = candidates & ~_repetition(inputs, lengths, candidates, options)
         advantage = torch.where(masked, torch.zeros_like(advantage), advantage)
         advantages = advantage.to(token_level_rewards.dtype).unsqueeze(-1) * response_mask
     return advantages, advantages

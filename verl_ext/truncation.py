@@ -21,10 +21,15 @@ def truncated_mask(lengths: torch.Tensor, max_response_length: int) -> torch.Ten
     return lengths >= int(max_response_length)
 
 
-def ends_in_repetition(responses: torch.Tensor, lengths: torch.Tensor, window: int, rows: torch.Tensor) -> torch.Tensor:
-    """(bs,) bool repeat(o_i, m): the last m tokens equal the m tokens before them (MicroCoder section 2.2).
+def ends_in_repetition(
+    responses: torch.Tensor, lengths: torch.Tensor, window: int, rows: torch.Tensor, any_period: bool = True
+) -> torch.Tensor:
+    """(bs,) bool repeat(o_i, m): the response ends in a loop (MicroCoder section 2.2).
 
-    Only `rows` (bool, bs) are tested, on the CPU in one transfer; a response shorter than 2m is never a repetition.
+    ``any_period=False`` is the paper's rule as written: the last m tokens equal the m tokens before them (a loop whose
+    period divides m). ``any_period=True`` (default) sees any loop of period p <= m: o_t = o_{t-p} for each of the
+    last m positions t (needs |o_i| >= m + p); p = m is the paper's rule, so every response it calls a repetition is
+    one here too. Only `rows` (bool, bs) are tested, on the CPU in one transfer.
     """
     repeated = torch.zeros(rows.shape[0], dtype=torch.bool)
     tested = torch.nonzero(rows.cpu()).flatten()
@@ -32,11 +37,16 @@ def ends_in_repetition(responses: torch.Tensor, lengths: torch.Tensor, window: i
         return repeated.to(rows.device)
     tested_responses = responses[tested.to(responses.device)].cpu()
     tested_lengths = lengths.cpu()[tested].tolist()
+    periods = torch.arange(1, window + 1) if any_period else torch.tensor([window])
     for position, (row, length) in enumerate(zip(tested.tolist(), tested_lengths, strict=True)):
-        if length >= 2 * window:
-            tail = tested_responses[position, length - window : length]
-            before = tested_responses[position, length - 2 * window : length - window]
-            repeated[row] = bool(torch.equal(tail, before))
+        usable = periods[periods <= length - window]
+        if usable.numel() == 0:
+            continue
+        tokens = tested_responses[position, :length]
+        tail_positions = torch.arange(length - window, length)
+        tail = tokens[tail_positions]
+        shifted = tokens[tail_positions.unsqueeze(0) - usable.unsqueeze(1)]  # (periods, m): o_{t-p}
+        repeated[row] = bool((shifted == tail).all(dim=1).any())
     return repeated.to(rows.device)
 
 

@@ -19,7 +19,11 @@ Verdict of one test (first matching rule wins; the comparison runs here, in the 
 6. another signal or a nonzero exit status                       -> runtime_error
 7. stdin test: ``compare.stdout_matches``; functional: ``compare.functional_matches`` on the harness's JSON
    (an unconvertible result -- custom class, NaN -- is wrong_answer; no result at all is runtime_error), both
-   streamed from the output files (the grader never holds a whole output)
+   streamed from the output files (the grader never holds a whole output); evalplus: EvalPlus's assertion on each
+   call's result line (``reward_fns.evalplus.check_suite``)
+
+An evalplus test carries its own wall-clock limit (EvalPlus's suite limit, ``TestCase.time_limit_s``); its CPU-time
+limit is then that limit + 1 s, the per-call limits being checked on the result lines.
 
 A failing result's ``extra`` also holds what the program printed on the failing test, cut to
 ``FAILURE_OUTPUT_CHARS``: ``actual_output`` (the head of its stdout, or the returned value's JSON) for a wrong answer,
@@ -30,12 +34,13 @@ public tests only (``recipe/nouscoder/multi_turn``).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import marshal
 import signal
 import time
 
-from reward_fns import compare
+from reward_fns import compare, evalplus
 from reward_fns.sandbox.forkserver import ForkServer, Program, RunOutcome
 from reward_fns.sandbox.harness import SOURCE_FILE, lazy_prelude_names, needs_lazy_prelude
 from reward_fns.sandbox.isolation import LOAD_STRETCH, RunLimits
@@ -103,11 +108,15 @@ def _run_tests(server: ForkServer, code: str, problem: Problem, config: GraderCo
                 max_test_time,
                 f"total time budget of {config.total_time_budget_s} s spent before test {index}",
             )
-        timeout = min(config.time_limit_s, remaining)
-        outcome = server.run(compiled, test.input, test.testtype, problem.fn_name, limits, timeout, index == 0)
+        test_limit = test.time_limit_s or config.time_limit_s
+        timeout = min(test_limit, remaining)
+        test_limits = limits if test.time_limit_s is None else limits._replace(cpu_time_s=test.time_limit_s + 1.0)
+        outcome = server.run(compiled, test.input, test.testtype, problem.fn_name, test_limits, timeout, index == 0)
         max_test_time = max(max_test_time, outcome.wall_s)
         waited_for_cpu += min(outcome.cpu_wait_s, timeout * (LOAD_STRETCH - 1))
-        verdict, detail = _test_verdict(server, outcome, test, config, budget_limited=timeout < config.time_limit_s)
+        verdict, detail = _test_verdict(
+            server, outcome, test, config, test_limits.cpu_time_s, budget_limited=timeout < test_limit
+        )
         if verdict is not Verdict.ACCEPTED:
             return GradeResult(
                 verdict,
@@ -122,7 +131,12 @@ def _run_tests(server: ForkServer, code: str, problem: Problem, config: GraderCo
 
 
 def _test_verdict(
-    server: ForkServer, outcome: RunOutcome, test: TestCase, config: GraderConfig, budget_limited: bool
+    server: ForkServer,
+    outcome: RunOutcome,
+    test: TestCase,
+    config: GraderConfig,
+    cpu_limit: float,
+    budget_limited: bool,
 ) -> tuple[Verdict, str]:
     if not outcome.setup_ok:
         logger.warning("sandbox set-up failed in a test child: %s", outcome.setup_error)
@@ -131,14 +145,13 @@ def _test_verdict(
         logger.warning("%d processes of a run survived SIGKILL", outcome.leftover_processes)
         return Verdict.INTERNAL_ERROR, f"{outcome.leftover_processes} processes of the run could not be killed"
     if outcome.timed_out:
-        limit = "total time budget" if budget_limited else f"wall limit {config.time_limit_s} s"
+        limit = "total time budget" if budget_limited else f"wall limit {test.time_limit_s or config.time_limit_s} s"
         waited = f", {outcome.cpu_wait_s:.2f} s of it waiting for a CPU" if outcome.cpu_wait_s >= 0.01 else ""
         return Verdict.TIME_LIMIT, f"killed at the {limit} ({outcome.wall_s:.2f} s{waited})"
     if outcome.memory_exceeded:
         return Verdict.MEMORY_LIMIT, f"over the memory limit of {config.memory_limit_mb} MB: {outcome.memory_held}"
     if max(outcome.stdout_bytes, outcome.result_bytes) > config.output_limit_mb * _MB:
         return Verdict.OUTPUT_LIMIT, f"output exceeded {config.output_limit_mb} MB"
-    cpu_limit = config.effective_cpu_time_limit_s
     if outcome.signal == signal.SIGXCPU or outcome.cpu_s >= cpu_limit:
         return Verdict.TIME_LIMIT, f"CPU time {outcome.cpu_s:.2f} s reached the limit {cpu_limit} s"
     failed = outcome.signal is not None or outcome.exit_code != 0
@@ -151,6 +164,8 @@ def _test_verdict(
         return Verdict.RUNTIME_ERROR, f"exit status {outcome.exit_code}: {stderr_tail[-_DETAIL_CHARS:]}"
     if test.testtype == "functional":
         return _functional_verdict(server, test, config)
+    if test.testtype == "evalplus":
+        return _evalplus_verdict(server, test)
     if compare.stdout_matches(server.stdout_chunks, test.output, config):
         return Verdict.ACCEPTED, ""
     return Verdict.WRONG_ANSWER, "output differs from the expected output"
@@ -165,6 +180,19 @@ def _functional_verdict(server: ForkServer, test: TestCase, config: GraderConfig
     if head.startswith("ERR "):
         return Verdict.WRONG_ANSWER, head[4:]
     return Verdict.RUNTIME_ERROR, "the program exited before the function returned"
+
+
+def _evalplus_verdict(server: ForkServer, test: TestCase) -> tuple[Verdict, str]:
+    spec = _parsed(test.output)
+    calls = _parsed(test.input)["calls"] if spec["entry_point"] == evalplus.FIND_ZERO else None
+    verdict, detail = evalplus.check_suite(evalplus.result_lines(server.result_chunks()), spec, calls)
+    return Verdict(verdict), detail
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str) -> dict:
+    """A test's JSON (an EvalPlus suite's calls or expected values), parsed once for all completions of a problem."""
+    return json.loads(text)
 
 
 def _out_of_memory(outcome: RunOutcome, stderr_tail: str, config: GraderConfig) -> bool:

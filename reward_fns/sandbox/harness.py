@@ -20,6 +20,14 @@ does: U+2028 and U+0085 may sit inside a string argument) are parsed *before* th
 that monkeypatches ``json`` or ``builtins`` or returns an object with a custom ``__eq__`` changes nothing: the
 grader compares that text against the expected value, which never enters this process). Object keys are
 written in sorted order, so the grader can compare the text as a stream (``compare.functional_matches``).
+
+evalplus tests (HumanEval+, ``reward_fns.evalplus``): the test program EvalPlus runs, without its assertion. The
+inputs and per-input limits come on stdin as JSON; the program is executed as module ``solution`` (as a test file
+imports it), then ``entry_point`` is called on each input in turn with its limit on CPU time (``ITIMER_PROF``; a
+wall-clock alarm at ``LOAD_STRETCH`` times the limit stops a call that sleeps or waits), and each call's CPU time and
+returned value, as a
+Python literal (``to_literal_text``: tuples, sets and floats keep their type, as EvalPlus's ``==`` sees them), go to
+RESULT_FD one line each. The grader applies EvalPlus's assertion; the expected values never enter this process.
 """
 
 from __future__ import annotations
@@ -34,9 +42,11 @@ import random
 import signal
 import sys
 import threading
+import time
 import types
+from typing import Any
 
-from reward_fns.sandbox.isolation import flush_c_streams
+from reward_fns.sandbox.isolation import LOAD_STRETCH, flush_c_streams
 
 RESULT_FD = 3
 """Functional tests: the harness writes ``OK <json>`` or ``ERR <reason>`` here after the call returns."""
@@ -91,6 +101,9 @@ _set_int_digits = sys.set_int_max_str_digits
 _set_recursion_limit = sys.setrecursionlimit
 _os_write, _os_exit = os.write, os._exit
 _modules = sys.modules
+_set, _frozenset, _bytes = set, frozenset, bytes
+_str_repr, _bytes_repr = str.__repr__, bytes.__repr__
+_process_time, _setitimer, _set_handler = time.process_time, signal.setitimer, signal.signal
 
 
 class UnconvertibleResult(Exception):
@@ -99,9 +112,14 @@ class UnconvertibleResult(Exception):
 
 def to_json_text(value: object) -> str:
     """JSON text of ``value`` using only exact builtin types; tuples become lists; numpy scalars/arrays allowed."""
+    return _text_of(value, _convert)
+
+
+def _text_of(value: object, convert: Any) -> str:
+    """``convert(value, 0)`` with no limit on an integer's digits; too deep a value is ``UnconvertibleResult``."""
     _set_int_digits(0)
     try:
-        return _convert(value, 0)
+        return convert(value, 0)
     except RecursionError as exc:
         raise UnconvertibleResult("result nested too deeply to convert") from exc
 
@@ -143,6 +161,47 @@ def _dict_item(key: object, item: object, depth: int) -> tuple[str, str]:
     else:
         raise UnconvertibleResult(f"result has a dict key of type {kind.__qualname__}")
     return text, _encode_string(text) + ":" + _convert(item, depth + 1)
+
+
+def to_literal_text(value: object) -> str:
+    """``value`` as a Python literal (``ast.literal_eval`` reads it back with its types: tuple, list, set, dict,
+    int, float, str, bytes, bool, None), using only exact builtin types like ``to_json_text``; infinities are written
+    ``1e999``; NaN, other classes and deeper nesting raise ``UnconvertibleResult``."""
+    return _text_of(value, _literal)
+
+
+def _literal(value: Any, depth: int) -> str:
+    if depth > MAX_RESULT_DEPTH:
+        raise UnconvertibleResult(f"result nested deeper than {MAX_RESULT_DEPTH}")
+    kind = _type(value)
+    if value is None or kind is _bool:
+        return "True" if value is True else "False" if value is False else "None"
+    if kind is _int:
+        return _int_repr(value)
+    if kind is _float:
+        if value != value:
+            raise UnconvertibleResult("result contains NaN")
+        return _float_repr(value) if _isfinite(value) else ("1e999" if value > 0 else "-1e999")
+    if kind is _str:
+        return _str_repr(value)
+    if kind is _bytes:
+        return _bytes_repr(value)
+    if kind is _list:
+        return "[" + _str_join(", ", [_literal(item, depth + 1) for item in value]) + "]"
+    if kind is _tuple:
+        items = [_literal(item, depth + 1) for item in value]
+        return "(" + _str_join(", ", items) + ("," if len(items) == 1 else "") + ")"
+    if kind is _set or kind is _frozenset:
+        items = _sorted([_literal(item, depth + 1) for item in value])
+        body = "{" + _str_join(", ", items) + "}" if items else "set()"
+        return body if kind is _set else f"frozenset({body})" if items else "frozenset()"
+    if kind is _dict:
+        pairs = [_literal(key, depth + 1) + ": " + _literal(item, depth + 1) for key, item in value.items()]
+        return "{" + _str_join(", ", pairs) + "}"
+    numpy = _modules.get("numpy")
+    if numpy is not None and _isinstance(value, numpy.generic | numpy.ndarray):
+        return _literal(value.tolist(), depth + 1)
+    raise UnconvertibleResult(f"result contains a {kind.__module__}.{kind.__qualname__}, not plain data")
 
 
 def reopen_std_streams() -> None:
@@ -281,6 +340,68 @@ def run_functional(code: types.CodeType, fn_name: str) -> int:
         _print_exception()
         return _finalize(1)
     _write_all(RESULT_FD, message.encode("utf-8"))
+    return _finalize(0)
+
+
+class _CallTimedOut(BaseException):
+    """Raised into a call when its wall-clock stop (``LOAD_STRETCH`` times its limit) passes."""
+
+
+_stopped = [False]
+"""Set by ``_stop_call``: a call whose stop fired timed out, even when it caught the exception and returned."""
+
+
+def _stop_call(signum: int, frame: object) -> None:
+    _stopped[0] = True
+    raise _CallTimedOut
+
+
+def _stop_timers() -> None:
+    _setitimer(signal.ITIMER_PROF, 0)
+    _setitimer(signal.ITIMER_REAL, 0)
+
+
+def run_evalplus(code: types.CodeType, fn_name: str) -> int:
+    """EvalPlus's test program without the assertion (module docstring): import the program as ``solution``, call
+    ``fn_name`` on each input of stdin's ``{"calls": [...], "time_limits_s": [...]}``, one RESULT_FD line per call.
+    A call that raises (``SystemExit`` included, as EvalPlus catches ``BaseException``) or overruns ends the run."""
+    _set_int_digits(0)
+    request = _json_loads(sys.stdin.buffer.read().decode("utf-8"))
+    _set_int_digits(4300)
+    module = _program_module("solution")
+    try:
+        exec(code, module.__dict__)
+        function: Any = _find_function(module.__dict__, fn_name)
+    except SystemExit as exc:
+        return _finalize(_exit_status(exc))
+    except BaseException:
+        _print_exception()
+        return _finalize(1)
+    _set_handler(signal.SIGALRM, _stop_call)
+    _set_handler(signal.SIGPROF, _stop_call)
+    for arguments, limit in zip(request["calls"], request["time_limits_s"], strict=True):
+        started = _process_time()
+        try:
+            _setitimer(signal.ITIMER_PROF, limit)
+            _setitimer(signal.ITIMER_REAL, LOAD_STRETCH * limit)
+            value = function(*arguments)
+            _stop_timers()
+            if _stopped[0]:
+                raise _CallTimedOut
+        except _CallTimedOut:
+            _stop_timers()
+            _write_all(RESULT_FD, b"TIMEOUT\n")
+            return _finalize(0)
+        except BaseException as exc:
+            _stop_timers()
+            _write_all(RESULT_FD, f"ERR {_type(exc).__qualname__}\n".encode())
+            return _finalize(0)
+        cpu_s = _float_repr(_process_time() - started)
+        try:
+            line = f"OK {cpu_s} {to_literal_text(value)}\n"
+        except UnconvertibleResult as exc:
+            line = f"BAD {cpu_s} {exc}\n"
+        _write_all(RESULT_FD, line.encode("utf-8", errors="surrogatepass"))
     return _finalize(0)
 
 

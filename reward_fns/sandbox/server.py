@@ -291,6 +291,8 @@ class Server:
             os.close(4)
             if request["mode"] == "functional":
                 status = harness.run_functional(code, request["fn_name"])
+            elif request["mode"] == "evalplus":
+                status = harness.run_evalplus(code, request["fn_name"])
             else:
                 status = harness.run_main_script(code)
         except BaseException as exc:  # set-up failure: the server sees no SETUP_OK and reports an internal error

@@ -102,6 +102,9 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(
     (evaluation,) = [json.loads(line) for line in (run_dir / "final_eval" / "fake_trainer_calls.jsonl").open()]
     assert evaluation["config_name"] == "eval_microcoder_8k" and evaluation["model"] == str(best)
     assert evaluation["ray"]["GPU"] == 1 and (run_dir / "final_eval" / "DONE").is_file()
+    # the pass@k report of verl's dump (the stand-in's 4 responses per problem, MicroCoder's n), as on one node
+    report = json.loads((run_dir / "final_eval" / "report" / "results.json").read_text())
+    assert report["settings"]["benchmark"] == "lcb_v6" and report["summary"]["samples_per_problem"]["min"] == 4
     assert f"Ray stopped on {host}" in output
     assert leftovers == [], "Ray processes left after the local run"
 

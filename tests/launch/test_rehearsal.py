@@ -6,8 +6,9 @@ rollout on the other (weights over cpu_gloo between the nodes, the Ray grading p
 responses so that rewards are mixed); before Ray, the real node checks run on both nodes (bill of materials, sandbox,
 site check with its gloo all-reduce across them). The trainer is killed inside the step after REHEARSAL_KILL_AFTER
 (launch/kill_once.py); the script starts the chain again in the same job, which resumes from the last checkpoint; the
-best checkpoint is merged (select_checkpoint) and evaluated with rehearsal_cpu_eval (validation only, YaRN rope
-scaling, both nodes); launch/rehearsal.py writes the report. Checked: each of those, the report's figures (time split,
+best checkpoint is merged (select_checkpoint) and evaluated with eval_debug_cpu (validation only, both nodes, the
+pass@k report of verl's dump; the YaRN settings of eval_lcb_80k are the GPU layout's); launch/rehearsal.py writes the
+report. Checked: each of those, the report's figures (time split,
 tokens/s, peak memory of both roles, weight-sync bytes), trained weights in the merged model, and no process left.
 This is also the CI's Slurm run of the real trainer (it replaced the two-stage CPU chain of the sync trainer, whose
 parts run in tests/recipe/test_cpu_learning.py and tests/vllm_cpu).
@@ -107,12 +108,13 @@ def test_the_rehearsal_runs_the_jobs_path_on_two_nodes_kills_resumes_merges_eval
     assert any(step["grading/verdict/accepted"] > 0 for step in steps)  # known answers: mixed rewards, graded for real
     assert all(step["actor/grad_norm"] > 0 and step["grading/internal_errors"] == 0 for step in steps)
     assert all("timing_s/update_weights" in step for step in steps)  # the cpu_gloo weight sync, every step
-    # The merge and the evaluation with the YaRN settings of rehearsal_cpu_eval, from the merged model.
+    # The merge and the evaluation of the merged model (the CPU chain's evaluation config, eval_debug_cpu).
     best = Path((run_dir / STAGE / "best_model").read_text().strip())
     assert best.parent.name == "best_hf" and (best / "config.json").is_file()
     assert_holds_trained_weights_and_generates(best, ckpt / "tiny_qwen2")
-    assert f"evaluation of {best} with rehearsal_cpu_eval on all 2 node(s)" in output
+    assert f"evaluation final_eval of {best} with eval_debug_cpu on all 2 node(s)" in output
     assert (run_dir / "final_eval" / "score").read_text().startswith("val-core/")
+    assert (run_dir / "final_eval" / "report" / "results.json").is_file()  # the pass@k report of verl's dump
     # The report: every check passed, and the figures of each step.
     report = json.loads((run_dir / "rehearsal_report.json").read_text())
     assert report["verdict"].startswith("rehearsal passed:"), report["verdict"]

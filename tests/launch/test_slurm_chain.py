@@ -26,6 +26,8 @@ import pyarrow.parquet as pq
 import pytest
 from safetensors.torch import load_file
 
+from data_prep.build_benchmarks import main as build_benchmarks
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.integration  # a real Slurm / Ray cluster and the stage chain end to end
@@ -205,6 +207,12 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
         DIAGNOSTICS_TIMEOUT_S="20",
     )
     del env["OFFLINE_FILTER"]  # the wrapper's default for the 32k stage: stage 0 builds the filter
+    # The final evaluation on two benchmarks: the sample's LiveCodeBench split and its HumanEval+ rows.
+    assert (
+        build_benchmarks(["--from", "sample", "--benchmarks", "humanevalplus", "--out", str(tmp_path / "bench")]) == 0
+    )
+    eval_data = {"lcb_v6": sample_data / "test.parquet", "humanevalplus": tmp_path / "bench" / "humanevalplus.parquet"}
+    env["EVAL_BENCHMARKS"] = " ".join(f"{name}={path}" for name, path in eval_data.items())
     # The stages' length as the stand-in runs them: the watchdog leaves a run once its last step is logged.
     overrides = (*data_overrides(sample_data), f"trainer.total_training_steps={STEPS}")
     job1, job2, job3 = submit_with_retries(local_slurm, tmp_path, env, 2, *overrides)
@@ -309,16 +317,35 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     assert resumed["model"] == str(best1) and resumed["overrides"]["data.train_files"] == str(filtered)
     best2 = Path((stage2 / "best_model").read_text().strip())
     assert best2 == stage2 / "checkpoints" / "best_hf" / f"global_step_{BEST_STEP}"
-    # The final evaluation: eval_lcb_80k with the best 40k model on every GPU of the job, its score in the log.
-    (evaluation,) = trainer_calls(run_dir / "final_eval")
-    assert evaluation["config_name"] == "eval_lcb_80k" and evaluation["model"] == str(best2)
-    assert (
-        evaluation["overrides"]["trainer.nnodes"] == "1" and evaluation["overrides"]["trainer.n_gpus_per_node"] == "2"
+    # The final evaluation: eval_lcb_80k with the best 40k model on every GPU of the job, one validation run per
+    # benchmark of EVAL_BENCHMARKS (their scores in the log), then the pass@k report of their generation dumps.
+    for name, parquet in eval_data.items():
+        (evaluation,) = trainer_calls(run_dir / "final_eval" / name)
+        assert evaluation["config_name"] == "eval_lcb_80k" and evaluation["model"] == str(best2)
+        assert (
+            evaluation["overrides"]["trainer.nnodes"] == "1"
+            and evaluation["overrides"]["trainer.n_gpus_per_node"] == "2"
+        )
+        assert evaluation["overrides"]["data.val_files"] == str(parquet)
+        assert evaluation["overrides"]["trainer.validation_data_dir"] == str(
+            run_dir / "final_eval" / name / "generations"
+        )
+        score = (run_dir / "final_eval" / name / "score").read_text().strip()
+        assert score == f"val-core/livecodebench/acc/mean@1 = {evaluation['score']:.4f}"
+        assert f"evaluation final_eval_{name} finished: {score}" in output
+    assert "evaluation finished: " in output and (run_dir / "final_eval" / "DONE").is_file()
+    report = run_dir / "final_eval" / "report"
+    results = json.loads((report / "results.json").read_text())["benchmarks"]
+    # the stand-in dumps val_kwargs.n = 8 responses per problem; they hold no program: all no_code
+    assert {name: (entry["problems"], entry["samples_per_problem"]["min"]) for name, entry in results.items()} == {
+        "lcb_v6": (16, 8),
+        "humanevalplus": (3, 8),
+    }
+    assert results["lcb_v6"]["context"] == "81920 (YaRN x2)" and results["lcb_v6"]["sampling"].startswith(
+        "T 0.6, top-p 0.95"
     )
-    assert evaluation["overrides"]["trainer.validation_data_dir"] == str(run_dir / "final_eval" / "generations")
-    score = (run_dir / "final_eval" / "score").read_text().strip()
-    assert score == f"val-core/livecodebench/acc/mean@1 = {evaluation['score']:.4f}"
-    assert f"evaluation finished: {score}" in output and (run_dir / "final_eval" / "DONE").is_file()
+    assert "| lcb_v6 | 16 | 8 | 81920 (YaRN x2) |" in (report / "report.md").read_text()
+    assert (report / "humanevalplus" / "pass_at_k.png").is_file()
     # The second retry can no longer start (job 2 succeeded): Slurm cancelled it without running it.
     state, _ = local_slurm.wait_job(job3)
     assert (state, local_slurm.job_field(job3, "Reason")) == ("CANCELLED", "DependencyNeverSatisfied")

@@ -45,7 +45,7 @@ TRAINING_CONFIGS = [
     "microcoder_4k",
     "debug_64",
 ]
-EVAL_CONFIGS = ["eval_lcb_40k", "eval_lcb_80k", "eval_microcoder_8k"]
+EVAL_CONFIGS = ["eval_lcb_40k", "eval_lcb_80k", "eval_lcb_v5_64k", "eval_microcoder_8k"]
 ALL_CONFIGS = [*TRAINING_CONFIGS, *EVAL_CONFIGS, "offline_filter"]
 # The values each config requires (`${required:...}`), as a user passes them.
 REQUIRED_OVERRIDES = {
@@ -265,7 +265,9 @@ def test_the_comparison_setting_reaches_the_grader() -> None:
         assert compute_score("livecodebench", solution, json.dumps(problem), **grader_kwargs)["score"] == expected, name
 
 
-@pytest.mark.parametrize(("name", "samples"), [("eval_lcb_40k", 8), ("eval_lcb_80k", 8), ("eval_microcoder_8k", 4)])
+@pytest.mark.parametrize(
+    ("name", "samples"), [("eval_lcb_40k", 8), ("eval_lcb_80k", 8), ("eval_lcb_v5_64k", 8), ("eval_microcoder_8k", 4)]
+)
 def test_evaluations_use_the_lcb_rule_and_one_stated_n(name: str, samples: int) -> None:
     config = composed(name)
     assert config.reward.custom_reward_function.reward_kwargs.compare_mode == "lcb"
@@ -310,6 +312,17 @@ def test_dapo_clip_ratios_are_set_in_one_place() -> None:
         "objective/gspo.yaml",
         "objective/gspo_plus.yaml",
     ]
+
+
+def test_eval_lcb_v5_64k_is_deepcoder_s_evaluation() -> None:
+    """DeepCoder-14B's card: LiveCodeBench v5 (8/1/24-2/1/25) at 64K; rLLM's eval_model.sh: response_length 65536,
+    temperature 0.6, top-p 0.95; no YaRN (DeepSeek-R1-Distill-Qwen-14B has 131,072 positions)."""
+    config = composed("eval_lcb_v5_64k")
+    assert config.data.max_response_length == 65_536 and config.data.val_files == "data/benchmarks/lcb_v5.parquet"
+    assert config.actor_rollout_ref.rollout.max_model_len == config.data.max_prompt_length + 65_536
+    assert "rope_scaling" not in config.actor_rollout_ref.model.override_config
+    val = config.actor_rollout_ref.rollout.val_kwargs
+    assert (val.temperature, val.top_p) == (0.6, 0.95)
 
 
 def test_eval_lcb_80k_uses_yarn_factor_2() -> None:

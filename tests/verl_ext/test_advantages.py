@@ -16,6 +16,7 @@ from verl.trainer.ppo.ray_trainer import compute_advantage
 
 import verl_ext  # noqa: F401  (registers the estimators even with VERL_USE_EXTERNAL_PLUGINS=none)
 from verl_ext.advantage_inputs import advantage_inputs_from_fields, provide_advantage_inputs
+from verl_ext.truncation import ends_in_repetition
 
 MAX_LENGTH = 16
 WINDOW = 3
@@ -51,11 +52,23 @@ def reference_uniform(seed: int, uid: str, rank: int) -> float:
     return (int.from_bytes(digest, "big") >> 11) / 2.0**53
 
 
-def reference_is_repetition(tokens: list[int], window: int) -> bool:
-    return window > 0 and len(tokens) >= 2 * window and tokens[-window:] == tokens[-2 * window : -window]
+def reference_is_repetition(tokens: list[int], window: int, any_period: bool = True) -> bool:
+    """The paper's rule: the last m tokens equal the m before them; any period: some p <= m with o_t = o_{t-p} for
+    each of the last m positions."""
+    if window <= 0:
+        return False
+    if not any_period:
+        return len(tokens) >= 2 * window and tokens[-window:] == tokens[-2 * window : -window]
+    n = len(tokens)
+    return any(
+        n >= window + period and all(tokens[t] == tokens[t - period] for t in range(n - window, n))
+        for period in range(1, window + 1)
+    )
 
 
-def reference_microcoder(sample: dict, rho: float, seed: int, mask_when="incorrect", window=WINDOW, correct=None):
+def reference_microcoder(
+    sample: dict, rho: float, seed: int, mask_when="incorrect", window=WINDOW, correct=None, any_period=True
+):
     """MicroCoder eq. 2: A_i * (1 - I[|o_i| = L_max and incorrect and not repeat(o_i, m) and U < rho])."""
     advantages, ranks = [], {}
     for i, uid in enumerate(sample["uids"]):
@@ -70,7 +83,7 @@ def reference_microcoder(sample: dict, rho: float, seed: int, mask_when="incorre
         masked = (
             sample["lengths"][i] >= MAX_LENGTH
             and condition
-            and not reference_is_repetition(tokens, window)
+            and not reference_is_repetition(tokens, window, any_period)
             and reference_uniform(seed, uid, rank) < rho
         )
         advantages.append(0.0 if masked else advantage)
@@ -95,8 +108,13 @@ def random_sample(seed: int, reward_kind: str = "binary") -> dict:
             length = int(MAX_LENGTH if rng.random() < 0.5 else rng.integers(0, MAX_LENGTH))
             lengths.append(length)
             row = rng.integers(1, 50, size=MAX_LENGTH).tolist()
-            if length >= 2 * WINDOW and rng.random() < 0.4:
+            draw = rng.random()
+            if length >= 2 * WINDOW and draw < 0.3:
                 row[length - WINDOW : length] = row[length - 2 * WINDOW : length - WINDOW]
+            elif length >= 2 * WINDOW and draw < 0.5:
+                period = int(rng.choice([3, 5, WINDOW - 1]))
+                for t in range(length - WINDOW, length):
+                    row[t] = row[t - period]
             tokens.append(row)
     return {"uids": uids, "rewards": rewards, "lengths": lengths, "tokens": tokens}
 
@@ -194,15 +212,16 @@ def microcoder_config(**options) -> dict:
 @pytest.mark.parametrize("rho", [0.0, 0.3, 1.0])
 @pytest.mark.parametrize("mask_when", ["incorrect", "correct", "any"])
 @pytest.mark.parametrize("seed", [0, 3])
-def test_microcoder_matches_reference(rho, mask_when, seed):
+@pytest.mark.parametrize("periods", ["any", "window"])
+def test_microcoder_matches_reference(rho, mask_when, seed, periods):
     sample = random_sample(seed)
     rewards, mask, index = tensors(sample)
-    config = microcoder_config(mask_probability=rho, mask_when=mask_when, seed=seed)
+    config = microcoder_config(mask_probability=rho, mask_when=mask_when, seed=seed, repetition_periods=periods)
     with provide_advantage_inputs(data_proto(sample)):
         advantages, _ = get_adv_estimator_fn("microcoder_grpo")(
             token_level_rewards=rewards, response_mask=mask, index=index, config=config
         )
-    expected = reference_microcoder(sample, rho, seed, mask_when)
+    expected = reference_microcoder(sample, rho, seed, mask_when, any_period=periods == "any")
     torch.testing.assert_close(advantages, as_token_advantages(expected, mask), rtol=1e-6, atol=1e-6)
 
 
@@ -355,3 +374,30 @@ def test_estimators_match_reference_gpu():
         )
     expected = as_token_advantages(reference_microcoder(sample, 0.5, 0), mask.cpu())
     torch.testing.assert_close(advantages.cpu(), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("period", [1, 2, 3, 7, 64, 100, 127, 128])
+def test_a_loop_of_any_period_up_to_the_window_is_a_repetition_and_the_papers_rule_sees_only_divisors(period):
+    """m = 128 as MicroCoder: a response whose last 256 tokens loop with period p. The paper's rule (last 128 tokens
+    equal the 128 before them) sees it only when p divides 128; the default sees every p <= 128."""
+    rng = np.random.default_rng(period)
+    length = 400
+    tokens = rng.integers(1000, 2000, size=length)
+    loop = rng.integers(0, 1000, size=period)
+    tokens[length - 256 :] = np.resize(loop, 256)
+    responses = torch.tensor(tokens).unsqueeze(0)
+    lengths, rows = torch.tensor([length]), torch.tensor([True])
+    assert bool(ends_in_repetition(responses, lengths, 128, rows, any_period=True)[0])
+    paper = bool(ends_in_repetition(responses, lengths, 128, rows, any_period=False)[0])
+    assert paper == (128 % period == 0)
+    assert reference_is_repetition(tokens.tolist(), 128, any_period=False) == paper
+
+
+def test_no_loop_and_a_loop_longer_than_the_window_are_not_repetitions():
+    rng = np.random.default_rng(0)
+    plain = torch.tensor(rng.permutation(400)).unsqueeze(0)  # no token repeats
+    long_loop = np.resize(rng.permutation(200), 400)  # period 200 > m
+    for tokens in (plain, torch.tensor(long_loop).unsqueeze(0)):
+        assert not bool(ends_in_repetition(tokens, torch.tensor([400]), 128, torch.tensor([True]))[0])
+    short = torch.tensor(np.resize([1, 2, 3], 130)).unsqueeze(0)  # period 3 but only 130 tokens: needs m + p = 131
+    assert not bool(ends_in_repetition(short, torch.tensor([130]), 128, torch.tensor([True]))[0])

@@ -7,8 +7,11 @@ import sys
 
 import pytest
 
-ESTIMATORS = ["grpo_plus", "microcoder_grpo"]
-LOSSES = ["dapo", "gspo_seq", "gspo_plus"]
+import verl_ext  # noqa: F401  (registers every verl_ext name in this process, whatever the plugin policy)
+from verl_ext.registered import registered_estimators, registered_losses
+
+ESTIMATORS = registered_estimators("verl_ext.")
+LOSSES = registered_losses("verl_ext.")
 
 PROBE = """
 import json, sys

@@ -153,11 +153,7 @@ class CPUGenerationServer:
         self.replica_rank = replica_rank
         torch.set_num_threads(int(self.options.threads))
         path = self.model_config.local_path
-        # the model as the trainer builds it: its config with actor_rollout_ref.model.override_config (a YaRN rope
-        # scaling of an evaluation config included), as vLLM's hf_overrides give it on GPUs
-        self.model = AutoModelForCausalLM.from_pretrained(
-            path, config=self.model_config.hf_config, dtype=torch.float32, attn_implementation="eager"
-        )
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager")
         self.model.eval()
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.eos_token_id = self.model.generation_config.eos_token_id

@@ -2,6 +2,10 @@
 
     python -m recipe.nouscoder.eval.eval_lcb compare BASE/results.json TRAINED/results.json --out DIR
 
+Either file may be a single benchmark's ``results.json`` or the one of a run over several benchmarks
+(``recipe.nouscoder.eval.suite``); then every benchmark both runs evaluated is compared on its own (HumanEval+ on its
+base + plus pass@1, the one the seeds report), in ``compare.json`` keyed by benchmark and one ``compare.md``.
+
 The pass@1 difference is ``mean_i (p_B,i - p_A,i)`` over the problems both runs evaluated. Paired bootstrap
 (Efron & Tibshirani 1993, ch. 16; problems are the resampling unit, both runs keep the same draw): draw m
 problems with replacement B times, take the mean difference of each draw, and report the (alpha/2, 1 - alpha/2)
@@ -18,7 +22,36 @@ from pathlib import Path
 from typing import Any
 
 from recipe.nouscoder.eval.metrics import bootstrap_mean_ci
+from recipe.nouscoder.eval.suite import SUITE_KEY
 from reward_fns.cli import DefaultsHelpFormatter
+
+
+def benchmark_results(path: Path) -> dict[str, Path]:
+    """Benchmark name -> its ``results.json``: the suite's entries, or the file itself under its benchmark name."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path} is not a results.json written by eval_lcb ({exc!r})") from exc
+    if isinstance(data, dict) and isinstance(data.get(SUITE_KEY), dict):
+        return {name: path.parent / entry["results"] for name, entry in data[SUITE_KEY].items()}
+    return {str((data.get("settings") or {}).get("benchmark", "other")): path}
+
+
+def compare_files(base: Path, trained: Path, resamples: int, confidence: float, seed: int) -> dict[str, dict[str, Any]]:
+    """Per benchmark both files hold, the paired comparison; two single-benchmark files are compared whatever their
+    names.
+
+    Raises:
+        ValueError: a file is not a results.json, or the two share no benchmark (or no problem).
+    """
+    runs_a, runs_b = benchmark_results(base), benchmark_results(trained)
+    if len(runs_a) == 1 and len(runs_b) == 1:
+        pairs = {next(iter(runs_a)): (next(iter(runs_a.values())), next(iter(runs_b.values())))}
+    else:
+        pairs = {name: (runs_a[name], runs_b[name]) for name in runs_a if name in runs_b}
+    if not pairs:
+        raise ValueError(f"the runs share no benchmark: {sorted(runs_a)} vs {sorted(runs_b)}")
+    return {name: compare(load_pass1(a), load_pass1(b), resamples, confidence, seed) for name, (a, b) in pairs.items()}
 
 
 def load_pass1(path: Path) -> dict[str, float]:
@@ -60,10 +93,12 @@ def compare(
     }
 
 
-def markdown(result: dict[str, Any], base_name: str, trained_name: str, top: int = 20) -> str:
+def markdown(
+    result: dict[str, Any], base_name: str, trained_name: str, top: int = 20, title: str = "Comparison"
+) -> str:
     ci = result["ci"]
     lines = [
-        "# LiveCodeBench comparison",
+        f"# {title}",
         "",
         f"A = `{base_name}`, B = `{trained_name}`, {result['problems']} shared problems.",
         "",
@@ -97,12 +132,33 @@ def markdown(result: dict[str, Any], base_name: str, trained_name: str, top: int
     return "\n".join(lines) + "\n"
 
 
+def summary_table(results: dict[str, dict[str, Any]], base_name: str, trained_name: str) -> str:
+    """One line per benchmark: both runs' pass@1 over the shared problems, the difference and its interval."""
+    lines = [
+        "# Comparison across benchmarks",
+        "",
+        f"A = `{base_name}`, B = `{trained_name}`.",
+        "",
+        "| benchmark | shared problems | A pass@1 | B pass@1 | B - A (points) | CI |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, result in results.items():
+        ci = result["ci"]
+        lines.append(
+            f"| {name} | {result['problems']} | {100 * result['base_pass_at_1']:.2f}% | "
+            f"{100 * result['trained_pass_at_1']:.2f}% | {100 * result['difference']:+.2f} | "
+            f"[{100 * ci['low']:+.2f}, {100 * ci['high']:+.2f}] ({100 * ci['confidence']:.0f}%) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m recipe.nouscoder.eval.eval_lcb compare",
         description="Compare two eval_lcb results.json files (A = base, B = trained): per-problem pass@1 gains and "
-        "losses and a paired bootstrap confidence interval on the pass@1 difference B - A. Writes compare.json "
-        "and compare.md to --out and prints the markdown.",
+        "losses and a paired bootstrap confidence interval on the pass@1 difference B - A, per benchmark when a file "
+        "is the results.json of several benchmarks. Writes compare.json and compare.md to --out and prints the "
+        "markdown.",
         formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("base", type=Path, help="results.json of run A (e.g. the base model)")
@@ -123,13 +179,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     try:
-        result = compare(load_pass1(args.base), load_pass1(args.trained), args.resamples, args.confidence, args.seed)
+        results = compare_files(args.base, args.trained, args.resamples, args.confidence, args.seed)
     except ValueError as exc:
         print(f"eval_lcb compare: error: {exc}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "compare.json").write_text(json.dumps(result, indent=2))
-    text = markdown(result, str(args.base), str(args.trained), args.top)
+    if len(results) == 1:
+        result = next(iter(results.values()))
+        (args.out / "compare.json").write_text(json.dumps(result, indent=2))
+        text = markdown(result, str(args.base), str(args.trained), args.top)
+    else:
+        (args.out / "compare.json").write_text(json.dumps(results, indent=2))
+        text = "\n".join(
+            [summary_table(results, str(args.base), str(args.trained))]
+            + [
+                markdown(result, str(args.base), str(args.trained), args.top, f"Comparison: {name}")
+                for name, result in results.items()
+            ]
+        )
     (args.out / "compare.md").write_text(text)
     print(text)
     return 0

@@ -1,10 +1,18 @@
-"""LiveCodeBench evaluation: sample with vLLM (or read completions), grade with the training grader, report.
+"""Evaluation on LiveCodeBench and the seeds' other benchmarks: sample with vLLM (or read completions), grade with
+the training grader, report beside the seeds' figures.
 
     python -m recipe.nouscoder.eval.eval_lcb --model PATH --data test.parquet [--n 16] [--temperature 0.6] \\
         [--top-p 0.95] [--max-tokens 40960] [--yarn-factor 2.0] --out DIR
     python -m recipe.nouscoder.eval.eval_lcb --model PATH --data test.parquet --turns 3 --out DIR     # multi-turn
     python -m recipe.nouscoder.eval.eval_lcb --completions FILE --data test.parquet --out DIR
+    python -m recipe.nouscoder.eval.eval_lcb --model PATH --data B/lcb_v5.parquet B/codeforces.parquet \\
+        B/humanevalplus.parquet [--codeforces-contests B/codeforces_contests.json] --out DIR   # several benchmarks
     python -m recipe.nouscoder.eval.eval_lcb compare BASE/results.json TRAINED/results.json --out DIR
+
+With several ``--data`` (each ``PATH`` or ``NAME=PATH``; the benchmark is named by the build's manifest otherwise:
+``recipe.nouscoder.eval.benchmark``), the samples of all problems are generated in one pass, each benchmark is
+graded and reported in ``DIR/<benchmark>/`` as a single one would be in ``DIR``, and ``DIR/results.json`` and
+``DIR/report.md`` set every benchmark beside the seeds' figures (``recipe.nouscoder.eval.suite``).
 
 Files in ``--out``: ``generations/`` (vLLM samples, append-only), ``graded.jsonl`` (grades: appended while
 grading, then exactly this evaluation's samples), ``results.json``, ``per_problem.csv``, ``report.md``,
@@ -17,6 +25,7 @@ first turns are also graded (``graded_first_turn.jsonl``), so the report holds s
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -26,8 +35,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from data_prep.benchmarks import BENCHMARKS
 from recipe.nouscoder.eval import compare
+from recipe.nouscoder.eval.benchmark import OTHER, BenchmarkData, load_benchmark, parse_data_argument
 from recipe.nouscoder.eval.cache import check_settings, read_records
+from recipe.nouscoder.eval.codeforces import band_breakdown, codeforces_rating, read_contest_data
 from recipe.nouscoder.eval.data import EvalProblem, load_eval_problems
 from recipe.nouscoder.eval.generate import (
     EngineFactory,
@@ -36,11 +48,13 @@ from recipe.nouscoder.eval.generate import (
     read_generations,
     settings_dict,
 )
-from recipe.nouscoder.eval.grading import grade_pending
+from recipe.nouscoder.eval.grading import GroundTruthView, grade_pending
+from recipe.nouscoder.eval.humanevalplus import base_suite
 from recipe.nouscoder.eval.metrics import GradedSample, ProblemResult, default_ks, summarize
 from recipe.nouscoder.eval.multi_turn import multi_turn_summary
 from recipe.nouscoder.eval.report import write_report
 from recipe.nouscoder.eval.samples import Sample, read_completions_file
+from recipe.nouscoder.eval.suite import write_suite_report
 from recipe.nouscoder.multi_turn.options import MultiTurnOptions
 from reward_fns.cli import DefaultsHelpFormatter, add_grader_arguments, grader_overrides
 from reward_fns.sandbox import IsolationUnavailableError
@@ -50,6 +64,8 @@ from reward_fns.types import GraderConfig
 DEFAULT_N = 16
 GRADED_FILE = "graded.jsonl"
 GRADED_FIRST_TURN_FILE = "graded_first_turn.jsonl"
+GRADED_BASE_FILE = "graded_base.jsonl"
+"""HumanEval+: the samples graded on the base suite alone (EvalPlus's "base" pass@k)."""
 GRADER_SETTINGS_FILE = "graded.settings.json"
 
 
@@ -81,7 +97,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="JSONL of completions made elsewhere: problem_id, completion, optional sample_index, "
         "response_tokens, finish_reason ('length' = truncated) or truncated",
     )
-    parser.add_argument("--data", type=Path, required=True, help="test parquet written by data_prep (verl rows)")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        required=True,
+        help="test parquet(s) written by data_prep (verl rows), each PATH or NAME=PATH with NAME one of "
+        f"{', '.join((*BENCHMARKS, OTHER))} (otherwise named by the manifest.json beside it, or its data_source)",
+    )
     parser.add_argument("--out", type=Path, default=Path("lcb_eval"), help="output and cache directory")
     parser.add_argument(
         "--n",
@@ -174,6 +196,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=MultiTurnOptions.min_turn_tokens,
         help="no new turn when fewer tokens would be left after its feedback message",
     )
+    parser.add_argument(
+        "--completions-settings",
+        type=Path,
+        default=None,
+        help="JSON object of the settings the --completions were sampled with (model, temperature, top_p, "
+        "max_tokens, context), stated in the report (python -m recipe.nouscoder.eval.verl_dump writes it)",
+    )
+    codeforces = parser.add_argument_group("codeforces (the CodeElo rating; recipe/nouscoder/eval/codeforces.py)")
+    codeforces.add_argument(
+        "--codeforces-contests",
+        type=Path,
+        default=None,
+        help="contest data for the rating and percentile, fetched with `python -m "
+        "recipe.nouscoder.eval.codeforces_contests`; without it the per-band pass rates are reported and no rating",
+    )
+    codeforces.add_argument(
+        "--codeforces-pass-n",
+        type=int,
+        default=None,
+        help="the first N samples of a problem are its submissions, in sample order (default: all; rLLM rated "
+        "DeepCoder with 8 samples and --pass_n 8)",
+    )
     grading = parser.add_argument_group(
         "grading (defaults: the training limits of reward_fns.types.GraderConfig, "
         "or REWARD_FNS_* environment variables)"
@@ -192,10 +236,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         )
     if args.yarn_factor is not None and args.yarn_factor <= 1.0:
         parser.error("--yarn-factor must be > 1 (it multiplies the context); leave it out for no YaRN")
-    if not args.data.is_file():
-        parser.error(f"--data {args.data} does not exist; build it with `python -m data_prep.build_deepcoder_mix`")
-    if args.completions is not None and not args.completions.is_file():
-        parser.error(f"--completions {args.completions} does not exist")
+    data = [parse_data_argument(text) for text in args.data]
+    for _, path in data:
+        if not path.is_file():
+            parser.error(
+                f"--data {path} does not exist; build it with `python -m data_prep.build_deepcoder_mix` or "
+                "`python -m data_prep.build_benchmarks`"
+            )
+    for flag in ("completions", "completions_settings", "codeforces_contests"):
+        value = getattr(args, flag)
+        if value is not None and not value.is_file():
+            parser.error(f"--{flag.replace('_', '-')} {value} does not exist")
+    if args.codeforces_pass_n is not None and args.codeforces_pass_n < 1:
+        parser.error("--codeforces-pass-n must be >= 1")
+    args.benchmarks = [load_benchmark(path, name) for name, path in data]
+    names = [benchmark.name for benchmark in args.benchmarks]
+    if len(set(names)) != len(names):
+        parser.error(f"--data names a benchmark twice ({names}); name them with NAME=PATH")
     return args
 
 
@@ -265,17 +322,20 @@ def select_samples(
 
 def grade_and_summarize(
     args: argparse.Namespace,
+    benchmark: BenchmarkData,
+    out: Path,
     samples: Sequence[Sample],
     problems: Sequence[EvalProblem],
     config: GraderConfig,
     ks: Sequence[int],
     graded_file: str,
+    view: GroundTruthView | None = None,
 ):
-    """Grade ``samples`` into ``--out/graded_file`` (resumable); (problem results, summary, length unit, graded)."""
-    graded_now = grade_pending(samples, args.data, config, args.workers, args.out / graded_file)
-    print(f"eval_lcb: graded {graded_now} new samples into {args.out / graded_file}", file=sys.stderr)
+    """Grade ``samples`` into ``out/graded_file`` (resumable); (problem results, summary, length unit, graded)."""
+    graded_now = grade_pending(samples, benchmark.path, config, args.workers, out / graded_file, view)
+    print(f"eval_lcb: graded {graded_now} new samples into {out / graded_file}", file=sys.stderr)
     length_unit = "tokens" if all(sample.response_tokens is not None for sample in samples) else "characters"
-    graded = read_records([args.out / graded_file])
+    graded = read_records([out / graded_file])
     results = problem_results(problems, samples, graded, length_unit)
     return results, summarize(results, ks), length_unit, graded
 
@@ -321,7 +381,8 @@ def load_samples(
 ) -> tuple[list[Sample], dict[str, Any]]:
     """The samples to grade (generating missing ones with --model) and the settings for the report."""
     if args.completions is not None:
-        return read_completions_file(args.completions), {"completions": str(args.completions)}
+        stated = json.loads(args.completions_settings.read_text()) if args.completions_settings else {}
+        return read_completions_file(args.completions), {"completions": str(args.completions), **stated}
     settings = generation_settings(args, config)
     cache_dir = args.out / "generations"
     generated = generate_missing(problems, settings, cache_dir, make_engine)
@@ -333,22 +394,74 @@ def load_samples(
     return samples, {**settings_dict(settings), "context": context}
 
 
-def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None) -> dict[str, Any]:
-    """The whole evaluation; returns the summary written to ``results.json``."""
+def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None) -> dict[str, dict[str, Any]]:
+    """The whole evaluation; returns each benchmark's summary (what its ``results.json`` holds)."""
     args.out.mkdir(parents=True, exist_ok=True)
-    all_problems = load_eval_problems(args.data)
+    problems = {benchmark.name: load_eval_problems(benchmark.path) for benchmark in args.benchmarks}
+    union: dict[str, EvalProblem] = {}
+    for name, listed in problems.items():
+        for problem in listed:
+            if union.setdefault(problem.problem_id, problem).messages != problem.messages:
+                raise ValueError(
+                    f"problem {problem.problem_id} of {name} has another prompt in an earlier --data; build the "
+                    "benchmarks with one --prompt-variant"
+                )
     config = grader_config(grader_overrides(args))
-    samples, settings = load_samples(args, all_problems, make_engine, config)
+    samples, settings = load_samples(args, list(union.values()), make_engine, config)  # one sampling pass for all
+    samples = without_ungraded(samples, args.benchmarks, union)
     n = args.n if args.completions is not None else (args.n or DEFAULT_N)
+    single = len(args.benchmarks) == 1
+    summaries, suite = {}, {}
+    for benchmark in args.benchmarks:
+        out = args.out if single else args.out / benchmark.name
+        ids = {problem.problem_id for problem in problems[benchmark.name]}
+        mine = samples if single else [sample for sample in samples if sample.problem_id in ids]
+        summary, benchmark_settings = evaluate_benchmark(
+            args, benchmark, out, mine, problems[benchmark.name], config, n, settings
+        )
+        summaries[benchmark.name] = summary
+        suite[benchmark.name] = (summary, benchmark_settings, out)
+    if not single:
+        paths = write_suite_report(args.out, suite)
+        print("eval_lcb: all benchmarks: " + ", ".join(str(path) for path in paths), file=sys.stderr)
+    return summaries
+
+
+def without_ungraded(
+    samples: list[Sample], benchmarks: Sequence[BenchmarkData], problems: dict[str, EvalProblem]
+) -> list[Sample]:
+    """The samples, less those of problems their build did not write (interactive: reported, not graded)."""
+    ungraded = {entry["problem_id"] for benchmark in benchmarks for entry in benchmark.not_graded}
+    kept = [sample for sample in samples if sample.problem_id not in ungraded or sample.problem_id in problems]
+    if len(kept) < len(samples):
+        print(
+            f"eval_lcb: {len(samples) - len(kept)} samples of interactive problems are not graded (their tests are a "
+            "judge's protocol); the report lists the problems",
+            file=sys.stderr,
+        )
+    return kept
+
+
+def evaluate_benchmark(
+    args: argparse.Namespace,
+    benchmark: BenchmarkData,
+    out: Path,
+    samples: list[Sample],
+    all_problems: list[EvalProblem],
+    config: GraderConfig,
+    n: int | None,
+    settings: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Grade, summarize and report one benchmark into ``out``; (summary, settings)."""
+    out.mkdir(parents=True, exist_ok=True)
     samples, problems = select_samples(samples, all_problems, n, args.allow_missing)
     ks = parse_ks(args.k, min(Counter(sample.problem_id for sample in samples).values()))  # before the long grading
-    check_settings(args.out / GRADER_SETTINGS_FILE, {"data": str(args.data.resolve()), "grader": asdict(config)})
-    results, summary, length_unit, final = grade_and_summarize(args, samples, problems, config, ks, GRADED_FILE)
+    check_settings(out / GRADER_SETTINGS_FILE, {"data": str(benchmark.path.resolve()), "grader": asdict(config)})
+    grade = functools.partial(grade_and_summarize, args, benchmark, out, problems=problems, config=config, ks=ks)
+    results, summary, length_unit, final = grade(samples=samples, graded_file=GRADED_FILE)
     if any(sample.first_completion is not None for sample in samples):
         first_samples = [sample.first_turn() for sample in samples]
-        _, first_summary, _, first = grade_and_summarize(
-            args, first_samples, problems, config, ks, GRADED_FIRST_TURN_FILE
-        )
+        _, first_summary, _, first = grade(samples=first_samples, graded_file=GRADED_FIRST_TURN_FILE)
         verdicts = {key: record["verdict"] for key, record in final.items()}
         first_verdicts = {key: record["verdict"] for key, record in first.items()}
         records = [
@@ -364,22 +477,34 @@ def evaluate(args: argparse.Namespace, make_engine: EngineFactory | None = None)
             f"pass@1 {100 * summary['pass_at_k']['1']:.2f}% (final programs)",
             file=sys.stderr,
         )
+    if benchmark.name == "codeforces":
+        contests = read_contest_data(args.codeforces_contests) if args.codeforces_contests else None
+        summary["codeforces"] = {
+            "by_rating_band": band_breakdown(results, ks),
+            "rating": codeforces_rating(results, contests, args.codeforces_pass_n, f"--data {benchmark.path}"),
+        }
+    if benchmark.name == "humanevalplus":
+        _, base_summary, _, _ = grade(samples=samples, graded_file=GRADED_BASE_FILE, view=base_suite)
+        summary["humanevalplus"] = {"plus_pass_at_k": summary["pass_at_k"], "base_pass_at_k": base_summary["pass_at_k"]}
     settings = {
         **settings,
-        "data": str(args.data),
+        "data": str(benchmark.path),
+        "benchmark": benchmark.name,
+        "benchmark_description": benchmark.description,
         "n": n,
         "ks": ks,
         "grader": asdict(config),
         "length_unit": length_unit,
         "problems_in_data": len(all_problems),
+        "not_graded": benchmark.not_graded,
     }
-    paths = write_report(args.out, summary, settings, results, ks, length_unit)
+    paths = write_report(out, summary, settings, results, ks, length_unit)
     print(
-        f"eval_lcb: pass@1 {100 * summary['pass_at_k']['1']:.2f}% over {summary['problems']} problems; wrote "
-        + ", ".join(str(path) for path in paths),
+        f"eval_lcb: {benchmark.name}: pass@1 {100 * summary['pass_at_k']['1']:.2f}% over {summary['problems']} "
+        f"problems; wrote {', '.join(path.name for path in paths)} in {out}",
         file=sys.stderr,
     )
-    return summary
+    return summary, settings
 
 
 def main(argv: Sequence[str] | None = None, make_engine: EngineFactory | None = None) -> int:
@@ -388,17 +513,19 @@ def main(argv: Sequence[str] | None = None, make_engine: EngineFactory | None = 
         return compare.main(argv[1:])
     args = parse_args(argv)
     try:
-        summary = evaluate(args, make_engine)
+        summaries = evaluate(args, make_engine)
     except (ValueError, IsolationUnavailableError) as exc:
         print(f"eval_lcb: error: {exc}", file=sys.stderr)
         return 2
-    internal_errors = summary["verdicts"].get("internal_error", 0)
-    if internal_errors:
-        print(
-            f"eval_lcb: WARNING: {internal_errors} samples are internal_error (the grader or the data failed, not "
-            f"the model); they count as incorrect; see {args.out / GRADED_FILE}",
-            file=sys.stderr,
-        )
+    for name, summary in summaries.items():
+        internal_errors = summary["verdicts"].get("internal_error", 0)
+        if internal_errors:
+            graded = args.out / (GRADED_FILE if len(summaries) == 1 else f"{name}/{GRADED_FILE}")
+            print(
+                f"eval_lcb: WARNING: {name}: {internal_errors} samples are internal_error (the grader or the data "
+                f"failed, not the model); they count as incorrect; see {graded}",
+                file=sys.stderr,
+            )
     return 0
 
 

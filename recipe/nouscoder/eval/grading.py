@@ -14,7 +14,7 @@ import hashlib
 import logging
 import sys
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,13 @@ def prepare(sample: Sample, problem: Problem | GroundTruthError) -> Completion:
     return Completion(0, record, code=code, problem=problem)
 
 
-def completions_in_file_order(pending: Sequence[Sample], data_path: Path) -> Iterator[Completion]:
+GroundTruthView = Callable[[str], str]
+"""What is graded of a ground truth (e.g. HumanEval+'s base suite alone: ``humanevalplus.base_suite``)."""
+
+
+def completions_in_file_order(
+    pending: Sequence[Sample], data_path: Path, view: GroundTruthView | None = None
+) -> Iterator[Completion]:
     """Pending samples grouped by problem, problems in parquet order; one problem's tests parsed at a time."""
     by_problem: dict[str, list[Sample]] = defaultdict(list)
     for sample in pending:
@@ -67,7 +73,7 @@ def completions_in_file_order(pending: Sequence[Sample], data_path: Path) -> Ite
     for problem_id, ground_truth in iter_ground_truths(data_path, set(by_problem)):
         problem: Problem | GroundTruthError
         try:
-            problem = Problem.from_ground_truth(ground_truth)
+            problem = Problem.from_ground_truth(view(ground_truth) if view else ground_truth)
         except GroundTruthError as exc:
             problem = exc
             logger.error("problem %s: bad ground truth: %s; its samples are internal_error", problem_id, exc)
@@ -76,7 +82,12 @@ def completions_in_file_order(pending: Sequence[Sample], data_path: Path) -> Ite
 
 
 def grade_pending(
-    samples: Sequence[Sample], data_path: Path, config: GraderConfig, workers: int, cache_path: Path
+    samples: Sequence[Sample],
+    data_path: Path,
+    config: GraderConfig,
+    workers: int,
+    cache_path: Path,
+    view: GroundTruthView | None = None,
 ) -> int:
     """Grade the samples not yet in ``cache_path`` and append their results, then keep only ``samples``' records in
     it; returns how many were graded."""
@@ -88,7 +99,7 @@ def grade_pending(
     ]
     if pending:
         with AppendOnlyJsonl(cache_path) as cache, GraderPool(workers, config) as pool:
-            graded = grade_in_order(completions_in_file_order(pending, data_path), pool)
+            graded = grade_in_order(completions_in_file_order(pending, data_path, view), pool)
             for completion, result in tqdm(graded, total=len(pending), desc="grading", unit="sample", file=sys.stderr):
                 cache.append(output_record(completion, result))
     dropped = keep_only(cache_path, (sample.key for sample in samples))

@@ -1,7 +1,9 @@
-"""Evaluation outputs: ``results.json``, ``per_problem.csv``, ``report.md`` and PNG plots.
+"""Evaluation outputs of one benchmark: ``results.json``, ``per_problem.csv``, ``report.md`` and PNG plots.
 
-The report puts our numbers beside the published ones (``PUBLISHED``) with the settings used. Plots:
-``pass1_by_difficulty.png``, ``length_hist.png`` (correct vs incorrect), ``pass_at_k.png`` (k = 1..n).
+The report puts our numbers beside the seeds' figures for the same benchmark (``recipe.nouscoder.eval.seeds``) with
+the settings used; a Codeforces run adds pass@k per rating band and the rating, a HumanEval+ run pass@k on the base
+tests beside base + plus. Plots: ``pass1_by_difficulty.png``, ``length_hist.png`` (correct vs incorrect),
+``pass_at_k.png`` (k = 1..n).
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ import csv
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,48 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from recipe.nouscoder.eval.metrics import ProblemResult, default_ks, mean_pass_at_k  # noqa: E402
-
-
-@dataclass(frozen=True)
-class PublishedResult:
-    model: str
-    benchmark: str
-    context: str
-    pass_at_1: float
-    pass_at_g: float | None
-    source: str
-
-
-PUBLISHED = (
-    PublishedResult(
-        "Qwen3-14B (no RL)",
-        "LCB v6, 2024-08-01 to 2025-05-01 (454)",
-        "40,960",
-        60.79,
-        75.11,
-        "NousCoder blog, Tables 1-2",
-    ),
-    PublishedResult(
-        "NousCoder-14B (DAPO)",
-        "LCB v6, 2024-08-01 to 2025-05-01 (454)",
-        "81,920 (YaRN x2)",
-        67.87,
-        78.41,
-        "NousCoder blog, Tables 1-2",
-    ),
-    PublishedResult(
-        "NousCoder-14B (DAPO)",
-        "LCB v6, 2024-08-01 to 2025-05-01 (454)",
-        "40,960",
-        63.35,
-        79.52,
-        "NousCoder blog, Tables 1-2",
-    ),
-    PublishedResult(
-        "DeepCoder-14B-Preview", "LCB v5, 2024-08-01 to 2025-02-01", "64K", 60.6, None, "DeepCoder-14B model card"
-    ),
-)
-"""Published pass@1 / Pass@G (G = 8) in percent."""
+from recipe.nouscoder.eval.seeds import BASE_MODEL, SeedFigure, figures, format_value  # noqa: E402
 
 
 def problem_row(problem: ProblemResult, ks: Sequence[int], length_unit: str) -> dict[str, Any]:
@@ -132,12 +92,21 @@ def _coverage_warning(summary: dict[str, Any], settings: dict[str, Any]) -> list
     ]
 
 
+def _pass_at_k_rows(first_column: str, rows: dict[str, dict[str, float]]) -> list[str]:
+    """A pass@k table: one row per label, the k of the first row as columns."""
+    shown = list(next(iter(rows.values())))
+    return [
+        f"| {first_column} | " + " | ".join(f"pass@{k}" for k in shown) + " |",
+        "|---|" + "---|" * len(shown),
+        *(f"| {label} | " + " | ".join(_percent(values[k]) for k in shown) + " |" for label, values in rows.items()),
+    ]
+
+
 def _multi_turn_section(summary: dict[str, Any]) -> list[str]:
     """Single-turn (first programs) beside multi-turn (final programs) pass@k, and how the conversations went."""
     multi = summary.get("multi_turn")
     if not multi:
         return []
-    shown = list(multi["multi_turn_pass_at_k"])
     metrics = multi["metrics"]
     hist = ", ".join(
         f"{name.removeprefix('turns/hist_')} turns {_percent(value)}"
@@ -157,10 +126,13 @@ def _multi_turn_section(summary: dict[str, Any]) -> list[str]:
     return [
         "## Single-turn vs multi-turn (public-test feedback)",
         "",
-        "| programs graded | " + " | ".join(f"pass@{k}" for k in shown) + " |",
-        "|---|" + "---|" * len(shown),
-        "| first turn (single-turn) | " + " | ".join(_percent(multi["single_turn_pass_at_k"][k]) for k in shown) + " |",
-        "| final turn (multi-turn) | " + " | ".join(_percent(multi["multi_turn_pass_at_k"][k]) for k in shown) + " |",
+        *_pass_at_k_rows(
+            "programs graded",
+            {
+                "first turn (single-turn)": multi["single_turn_pass_at_k"],
+                "final turn (multi-turn)": multi["multi_turn_pass_at_k"],
+            },
+        ),
         "",
         f"Turns used: mean {metrics['turns/mean']:.2f} ({hist}). Public tests passed, by turn: {public or '-'}.",
         f"Feedback was given to {int(metrics.get('feedback/given', 0))} samples; the final program of "
@@ -171,40 +143,136 @@ def _multi_turn_section(summary: dict[str, Any]) -> list[str]:
     ]
 
 
-def markdown_report(summary: dict[str, Any], settings: dict[str, Any], ks: Sequence[int], length_unit: str) -> str:
-    """The report: ours beside the published numbers, breakdowns, verdicts, lengths, settings."""
-    n = summary["samples_per_problem"]["min"]
-    pass_at_g = summary["pass_at_k"].get("8")
+def run_figures(summary: dict[str, Any]) -> dict[str, float | None]:
+    """This run's numbers under the seeds' metric names: ``pass@1``, ``pass@8`` (when n >= 8), and for Codeforces
+    ``rating`` / ``percentile``, for HumanEval+ ``base pass@1`` (``pass@1`` is then base + plus, EvalPlus's
+    HumanEval+). Percentages as fractions; a rating as is; None when there is none."""
+    values: dict[str, float | None] = {"pass@1": summary["pass_at_k"]["1"]}
+    if "8" in summary["pass_at_k"]:
+        values["pass@8"] = summary["pass_at_k"]["8"]
+    rating = summary.get("codeforces", {}).get("rating")
+    if rating is not None:
+        values["rating"] = rating.get("rating")
+        values["percentile"] = rating["percentile"] / 100 if rating.get("rating") is not None else None
+    if "humanevalplus" in summary:
+        values["base pass@1"] = summary["humanevalplus"]["base_pass_at_k"]["1"]
+    return values
+
+
+def format_run_value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if metric == "rating" else _percent(value)
+
+
+def _seed_table(summary: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    benchmark = settings.get("benchmark", "other")
     lines = [
-        "# LiveCodeBench evaluation",
+        "## Ours beside the seeds' figures",
+        "",
+        "| model | metric | context | value | source |",
+        "|---|---|---|---|---|",
+    ]
+    who = f"**this run**: `{settings.get('model') or settings.get('completions')}`"
+    for metric, value in run_figures(summary).items():
+        lines.append(
+            f"| {who} | {metric} | {settings.get('context', '-')} | **{format_run_value(metric, value)}** | "
+            f"this evaluation, n = {summary['samples_per_problem']['min']} |"
+        )
+    seeds = figures(benchmark)
+    for figure in seeds:
+        lines.append(
+            f"| {figure.model} | {figure.metric} | {figure.context} | {format_value(figure)} | {figure.source} |"
+        )
+    lines += [
+        "",
+        "Seed figures are comparable only on the same benchmark with the same sampling settings; a bundled-sample run "
+        "is a pipeline check, not a score."
+        if seeds
+        else f"No seed table reports `{benchmark}`.",
+        "",
+    ]
+    return lines
+
+
+def _not_graded_section(settings: dict[str, Any]) -> list[str]:
+    not_graded = settings.get("not_graded") or []
+    if not not_graded:
+        return []
+    listed = ", ".join(f"{entry['problem_id']} ({entry['known_by']})" for entry in not_graded[:30])
+    return [
+        f"**{len(not_graded)} interactive problems of the source are not graded** (their tests are a judge's protocol, "
+        f"not stdin/stdout pairs; known by: `tag`, `statement_tags` or `statement`): {listed}"
+        + (" ..." if len(not_graded) > 30 else "")
+        + ". For the Codeforces rating they are unsolved.",
+        "",
+    ]
+
+
+def _codeforces_section(summary: dict[str, Any], ks: Sequence[int]) -> list[str]:
+    codeforces = summary.get("codeforces")
+    if not codeforces:
+        return []
+    lines = ["## Codeforces", ""] + _breakdown_table("pass@k by problem rating band", codeforces["by_rating_band"], ks)
+    rating = codeforces["rating"]
+    if rating.get("rating") is None:
+        lines += [f"**No Codeforces rating:** {rating['reason']}.", ""]
+        skipped = rating.get("skipped_contests") or {}
+        lines += [f"Contests left out: {json.dumps(skipped)}", ""] if skipped else []
+        return lines
+    lines += [
+        f"Codeforces rating **{rating['rating']:.0f}**, percentile **{rating['percentile']:.1f}%** "
+        f"(mean of {rating['contests_rated']} contest ratings; {rating['method']}; submissions per problem: the first "
+        f"{rating['pass_n']} in sample order). Human distribution: {rating['rating_distribution']}.",
+        "",
+        "| contest | participants | score | penalty | rank | rating | percentile |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {row['contest']} | {row['participants']} | {row['score']:g} | {row['penalty']} | {row['rank']} | "
+        f"{row['rating']} | {row['percentile']:.1f}% |"
+        for row in rating["contests"]
+    ]
+    skipped = rating.get("skipped_contests") or {}
+    if skipped:
+        lines += ["", "Contests left out: " + "; ".join(f"{c}: {why}" for c, why in skipped.items())]
+    return lines + [""]
+
+
+def _humanevalplus_section(summary: dict[str, Any]) -> list[str]:
+    evalplus = summary.get("humanevalplus")
+    if not evalplus:
+        return []
+    return [
+        "## HumanEval+: base and plus tests",
+        "",
+        *_pass_at_k_rows(
+            "tests",
+            {"base (HumanEval's)": evalplus["base_pass_at_k"], "base + plus (HumanEval+)": evalplus["plus_pass_at_k"]},
+        ),
+        "",
+        'A task passes "plus" when its base and plus tests all pass (EvalPlus); the pass@k above the breakdowns is '
+        "this one.",
+        "",
+    ]
+
+
+def markdown_report(summary: dict[str, Any], settings: dict[str, Any], ks: Sequence[int], length_unit: str) -> str:
+    """The report: ours beside the seeds' figures, benchmark sections, breakdowns, verdicts, lengths, settings."""
+    n = summary["samples_per_problem"]["min"]
+    lines = [
+        f"# {settings.get('benchmark_description') or 'Evaluation'}",
         "",
         f"{summary['problems']} problems, {summary['samples']} samples ({n}"
         + (f" to {summary['samples_per_problem']['max']}" if summary["samples_per_problem"]["max"] != n else "")
         + " per problem), graded by `reward_fns` with the training limits.",
         "",
         *_coverage_warning(summary, settings),
+        *_not_graded_section(settings),
         f"pass@1 {_percent(summary['pass_at_k']['1'])}, 95% interval over problems (percentile bootstrap, seed 0): "
         f"[{_percent(summary['pass_at_1_ci95'][0])}, {_percent(summary['pass_at_1_ci95'][1])}].",
         "",
-        "## Ours beside the published numbers",
-        "",
-        "| model | benchmark | context | pass@1 | Pass@G (G = 8) | source |",
-        "|---|---|---|---|---|---|",
-        f"| **this run**: `{settings.get('model') or settings.get('completions')}` | `{settings.get('data')}` | "
-        f"{settings.get('context', '-')} | **{_percent(summary['pass_at_k']['1'])}** | {_percent(pass_at_g)} | "
-        "this evaluation |",
-    ]
-    for published in PUBLISHED:
-        pass_g = f"{published.pass_at_g:.2f}%" if published.pass_at_g is not None else "-"
-        lines.append(
-            f"| {published.model} | {published.benchmark} | {published.context} | "
-            f"{published.pass_at_1:.2f}% | {pass_g} | {published.source} |"
-        )
-    lines += [
-        "",
-        "Published numbers are comparable only on the same benchmark window with the same sampling "
-        "settings; a bundled-sample run is a pipeline check, not a score.",
-        "",
+        *_seed_table(summary, settings),
         "## pass@k",
         "",
         "| k | " + " | ".join(str(k) for k in ks) + " |",
@@ -212,6 +280,8 @@ def markdown_report(summary: dict[str, Any], settings: dict[str, Any], ks: Seque
         "| pass@k | " + " | ".join(_percent(summary["pass_at_k"][str(k)]) for k in ks) + " |",
         "",
     ]
+    lines += _humanevalplus_section(summary)
+    lines += _codeforces_section(summary, ks)
     lines += _multi_turn_section(summary)
     lines += _breakdown_table("By difficulty", summary["by_difficulty"], ks)
     lines += _breakdown_table("By platform", summary["by_platform"], ks)
@@ -308,46 +378,51 @@ def plot_length_histograms(problems: Sequence[ProblemResult], length_unit: str, 
     plt.close(figure)
 
 
-PUBLISHED_G = 8
-"""The G of the published Pass@G (``PublishedResult.pass_at_g``): NousCoder's Tables 1-2 report Pass@8."""
-
-
-def pass_at_k_figure(problems: Sequence[ProblemResult], max_k: int) -> Figure:
-    """pass@k of this run for k = 1..n, with the base model's published pass@1 and Pass@8 as labelled points (the
-    axis reaches k = 8 even when this run has fewer samples)."""
+def pass_at_k_figure(problems: Sequence[ProblemResult], max_k: int, benchmark: str = "lcb_v6") -> Figure:
+    """pass@k of this run for k = 1..n, with the benchmark's base model's published pass@1 and pass@8 as labelled
+    points (``seeds.BASE_MODEL``; the axis reaches k = 8 even when this run has fewer samples)."""
     ks = list(range(1, max_k + 1))
     values = [100 * mean_pass_at_k(problems, k) for k in ks]
-    base = PUBLISHED[0]
     figure, axes = plt.subplots(figsize=(7, 4.5))
     axes.plot(ks, values, marker="o", label=f"this run (n = {max_k} samples per problem)")
-    published = [(1, base.pass_at_1, "pass@1")]
-    if base.pass_at_g is not None:
-        published.append((PUBLISHED_G, base.pass_at_g, f"Pass@{PUBLISHED_G}"))
-    axes.scatter(
-        [k for k, _, _ in published],
-        [v for _, v, _ in published],
-        marker="x",
-        s=60,
-        color="gray",
-        label=f"{base.model}, published ({base.source})",
-    )
-    for k, value, name in published:
-        axes.annotate(f"{name} {value:.2f}%", (k, value), textcoords="offset points", xytext=(6, -14), fontsize=8)
-    ticks = sorted(set(default_ks(max_k)) | {1, PUBLISHED_G})
+    model = BASE_MODEL.get(benchmark)
+    first_per_k: dict[int, SeedFigure] = {}
+    for seed in figures(benchmark, model) if model else []:
+        if seed.metric.startswith("pass@"):
+            first_per_k.setdefault(int(seed.metric.removeprefix("pass@")), seed)  # one context: the table's first
+    published = sorted(first_per_k.items())
+    if published:
+        axes.scatter(
+            [k for k, _ in published],
+            [seed.value for _, seed in published],
+            marker="x",
+            s=60,
+            color="gray",
+            label=f"{model}, published ({published[0][1].source}, {published[0][1].context})",
+        )
+        for k, seed in published:
+            axes.annotate(
+                f"{seed.metric} {seed.value:.2f}%",
+                (k, seed.value),
+                textcoords="offset points",
+                xytext=(6, -14),
+                fontsize=8,
+            )
+    ticks = sorted(set(default_ks(max_k)) | {1} | {k for k, _ in published})
     axes.set_xscale("log", base=2)
     axes.set_xticks(ticks, [str(k) for k in ticks])
     axes.set_xlim(0.8, max(ticks) * 1.7)  # room for the label of the rightmost point
     axes.set_xlabel("k (samples per problem)")
     axes.set_ylabel("pass@k (%)")
     axes.set_ylim(0, 105)
-    axes.set_title("pass@k (unbiased estimator) beside the published base model")
+    axes.set_title("pass@k (unbiased estimator)" + (" beside the published base model" if published else ""))
     axes.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
     return figure
 
 
-def plot_pass_at_k(problems: Sequence[ProblemResult], max_k: int, path: Path) -> None:
-    figure = pass_at_k_figure(problems, max_k)
+def plot_pass_at_k(problems: Sequence[ProblemResult], max_k: int, path: Path, benchmark: str = "lcb_v6") -> None:
+    figure = pass_at_k_figure(problems, max_k, benchmark)
     figure.savefig(path, dpi=120)
     plt.close(figure)
 
@@ -366,5 +441,7 @@ def write_report(
     report.write_text(markdown_report(summary, settings, ks, length_unit))
     plot_pass1_by_difficulty(summary, out_dir / "pass1_by_difficulty.png")
     plot_length_histograms(problems, length_unit, out_dir / "length_hist.png")
-    plot_pass_at_k(problems, summary["samples_per_problem"]["min"], out_dir / "pass_at_k.png")
+    plot_pass_at_k(
+        problems, summary["samples_per_problem"]["min"], out_dir / "pass_at_k.png", settings.get("benchmark", "other")
+    )
     return paths + [report, out_dir / "pass1_by_difficulty.png", out_dir / "length_hist.png", out_dir / "pass_at_k.png"]

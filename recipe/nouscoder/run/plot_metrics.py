@@ -22,9 +22,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from recipe.nouscoder.run.learning_curve import validation_curve  # noqa: E402
 from recipe.nouscoder.run.run_dir import metrics_segments  # noqa: E402
 
 Series = dict[str, tuple[list[int], list[float]]]
+HELD_OUT_PASS_RATE = "held_out/pass_rate"
+"""Derived series: ``learning_curve.validation_pass_rate`` of each validated step (verl's ``val-core/.../acc/mean@n``,
+averaged over data sources), drawn with the training pass rate so a run's real result is on the same panel."""
 
 FIGURES: dict[str, list[list[tuple[str, str]]]] = {
     # file name -> panels -> (metric key, legend label)
@@ -41,7 +45,10 @@ FIGURES: dict[str, list[list[tuple[str, str]]]] = {
         ],
     ],
     "pass_rate": [
-        [("nouscoder/pass_rate", "pass rate (rollouts)")],
+        [
+            ("nouscoder/pass_rate", "pass rate (trained rollouts)"),
+            (HELD_OUT_PASS_RATE, "held-out pass rate (validation)"),
+        ],
         [
             ("nouscoder/groups/solve_all", "solve-all groups"),
             ("nouscoder/groups/solve_none", "solve-none groups"),
@@ -91,7 +98,14 @@ def read_metrics_log(path: str | Path) -> Series:
             for key, value in data.items():
                 if key != "step" and isinstance(value, int | float) and math.isfinite(value):
                     points[key][int(record["step"])] = float(value)
-    return {key: (sorted(by_step), [by_step[step] for step in sorted(by_step)]) for key, by_step in points.items()}
+    series = {key: (sorted(by_step), [by_step[step] for step in sorted(by_step)]) for key, by_step in points.items()}
+    by_step: dict[int, dict[str, float]] = defaultdict(dict)
+    for key, values in points.items():
+        for step, value in values.items():
+            by_step[step][key] = value
+    if held_out := validation_curve(by_step):
+        series[HELD_OUT_PASS_RATE] = (list(held_out), list(held_out.values()))
+    return series
 
 
 def build_figure(series: Series, name: str, title: str) -> Figure | None:

@@ -15,6 +15,9 @@ Selection: among steps N with a complete checkpoint (N <= latest_checkpointed_it
 `global_step_N/actor/fsdp_config.json` present) and a logged score, the highest score wins; ties go to the
 earlier step (less training, same score). If a step was logged twice (a resumed run), the last line counts.
 
+Any checkpoint: `--step N` takes step N (complete, whatever its score; none needed) instead of the best, merged to
+`RUN_DIR/step_hf/global_step_N` by default, e.g. to evaluate a checkpoint of the cluster run.
+
 Output: the merge is verl's FSDP model merger (`verl.model_merger`, equivalent to
 `python -m verl.model_merger merge --backend fsdp --local_dir RUN_DIR/global_step_N/actor --target_dir OUT`),
 with OUT = `RUN_DIR/best_hf/global_step_N` by default. Progress goes to stderr; stdout's last line is the
@@ -34,6 +37,7 @@ from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME, complete_checkpoint_
 
 DEFAULT_METRIC_PATTERN = r"^val-core/[^/]*(livecodebench|lcb)[^/]*/acc/mean@\d+$"
 MERGED_DIR_NAME = "best_hf"
+STEP_MERGED_DIR_NAME = "step_hf"
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,21 @@ def select_best(run_dir: Path, metrics_file: Path, metric_pattern: str = DEFAULT
     return ranked_checkpoints(run_dir, metrics_file, metric_pattern)[0]
 
 
+def checkpoint_at(run_dir: Path, step: int) -> Path:
+    """The actor directory of complete checkpoint ``step``.
+
+    Raises:
+        ValueError: the step has no complete checkpoint (naming the ones there are).
+    """
+    checkpoints = complete_checkpoint_steps(run_dir)
+    if step not in checkpoints:
+        raise ValueError(
+            f"no complete checkpoint global_step_{step} (complete: {sorted(checkpoints) or 'none'}; a step is "
+            "complete when it is at most latest_checkpointed_iteration.txt and has actor/fsdp_config.json)"
+        )
+    return checkpoints[step]
+
+
 def merge_to_hf(actor_dir: Path, target_dir: Path) -> Path:
     """Merge FSDP shards of `actor_dir` into a Hugging Face model at `target_dir` with verl's model merger."""
     from verl.model_merger.base_model_merger import ModelMergerConfig
@@ -131,8 +150,9 @@ def merge_command(actor_dir: Path, target_dir: Path) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m recipe.nouscoder.selection.select_checkpoint",
-        description="Pick the checkpoint with the best LiveCodeBench validation score (ties: earlier step), "
-        "merge its FSDP shards into a Hugging Face model directory and print that directory on stdout's last line.",
+        description="Pick the checkpoint with the best LiveCodeBench validation score (ties: earlier step), or step N "
+        "with --step, merge its FSDP shards into a Hugging Face model directory and print that directory on stdout's "
+        "last line.",
     )
     parser.add_argument("run_dir", type=Path, help="the run's trainer.default_local_dir (holds global_step_N/).")
     parser.add_argument(
@@ -153,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"where to write the merged model (default: RUN_DIR/{MERGED_DIR_NAME}/global_step_N).",
     )
     parser.add_argument(
+        "--step",
+        type=int,
+        default=None,
+        help=f"take checkpoint global_step_N instead of the best (no score needed); merged to "
+        f"RUN_DIR/{STEP_MERGED_DIR_NAME}/global_step_N unless --target-dir",
+    )
+    parser.add_argument(
         "--no-merge",
         action="store_true",
         help="only select: print the merge command on stderr and the chosen actor directory on stdout.",
@@ -165,20 +192,24 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = args.run_dir.resolve()
     metrics_file = args.metrics_file or run_dir / METRICS_FILE_NAME
     try:
-        selection = select_best(run_dir, metrics_file, args.metric)
+        if args.step is not None:
+            step, actor_dir = args.step, checkpoint_at(run_dir, args.step)
+            default_target = run_dir / STEP_MERGED_DIR_NAME / f"global_step_{step}"
+            print(f"checkpoint global_step_{step} (--step)", file=sys.stderr)
+        else:
+            selection = select_best(run_dir, metrics_file, args.metric)
+            step, actor_dir = selection.step, selection.actor_dir
+            default_target = run_dir / MERGED_DIR_NAME / f"global_step_{step}"
+            print(f"selected global_step_{step}: {selection.metric_key} = {selection.score:.4f}", file=sys.stderr)
     except (FileNotFoundError, ValueError) as exc:
         print(f"select_checkpoint: error: {run_dir}: {exc}", file=sys.stderr)
         return 2
-    target_dir = args.target_dir or run_dir / MERGED_DIR_NAME / f"global_step_{selection.step}"
-    print(
-        f"selected global_step_{selection.step}: {selection.metric_key} = {selection.score:.4f}",
-        file=sys.stderr,
-    )
+    target_dir = args.target_dir or default_target
     if args.no_merge:
-        print(merge_command(selection.actor_dir, target_dir), file=sys.stderr)
-        print(selection.actor_dir)
+        print(merge_command(actor_dir, target_dir), file=sys.stderr)
+        print(actor_dir)
         return 0
-    print(merge_to_hf(selection.actor_dir, target_dir))
+    print(merge_to_hf(actor_dir, target_dir))
     return 0
 
 

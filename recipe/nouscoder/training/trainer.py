@@ -16,7 +16,9 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
   response token ids and true lengths read from TransferQueue (verl passes neither to estimators; a multi-turn
   response_mask leaves out feedback tokens, and overlong filtering must see the whole trajectory's length); other
   runs go straight to verl. A negative control (``nouscoder.negative_control``, negative_control.py) shuffles the
-  rewards before it or flips the advantages after it.
+  rewards before it or flips the advantages after it. With TIS on, both forms of the sequence weights are logged
+  and, for ``rollout_is=sequence``, verl's weights are replaced by the form ``nouscoder.sequence_tis.form`` names
+  (sequence_tis.py).
 * ``on_init_end``: after verl's, one memory sampler per node of each role's workers (role_memory.py).
 * ``step``: after verl's step, reads the trained batch back from TransferQueue, records fully solved problems
   and adds the ``nouscoder/*`` (peak memory per role included), ``length_bias/*`` and ``grading/*`` metrics to the step's metrics (logged by
@@ -46,6 +48,7 @@ from verl.trainer.ppo.v1 import PPOTrainerSeparateAsync, PPOTrainerSync, registe
 from verl.trainer.ppo.v1 import trainer_separate_async as verl_separate_async
 from verl.utils.dataset.rl_dataset import collate_fn
 from verl.workers.rollout.llm_server import LLMServerClient
+from verl.workers.utils.padding import response_to_nested
 
 from recipe.nouscoder.cpu.known_answer_client import rollout_client_class
 from recipe.nouscoder.extra_fields import ExtraFieldsClient, reward_infos_from_extra_fields
@@ -62,6 +65,12 @@ from recipe.nouscoder.training.online_filter import (
 )
 from recipe.nouscoder.training.role_memory import RoleMemory
 from recipe.nouscoder.training.rollout_shutdown import shut_down_vllm_engines
+from recipe.nouscoder.training.sequence_tis import (
+    SequenceTISOptions,
+    sequence_log_ratios,
+    sequence_weights,
+    weight_metrics,
+)
 from recipe.nouscoder.training.step_metrics import (
     compute_step_metrics,
     grading_metrics,
@@ -136,6 +145,17 @@ def estimator_needs_response_ids(algorithm: DictConfig) -> bool:
     return MicrocoderOptions.from_config(algorithm).repetition_window > 0
 
 
+def active_rollout_correction(config: DictConfig) -> DictConfig | None:
+    """``algorithm.rollout_correction`` when verl computes TIS weights in the trainer (decoupled mode, with the
+    sampler's log-probs: verl 0.9.1 ``trainer_base._compute_advantage`` step 2), else None."""
+    correction = config.algorithm.get("rollout_correction")
+    if correction is None or correction.get("bypass_mode", False) or correction.get("rollout_is") is None:
+        return None
+    if not config.actor_rollout_ref.rollout.get("calculate_log_probs", False):
+        return None
+    return correction
+
+
 def rollout_batch_from_fields(data: TensorDict) -> DataProto:
     """DataProto of the trained rollouts from TransferQueue fields (nested tensors padded, non-tensors split).
 
@@ -178,6 +198,8 @@ class NousCoderTrainerMixin(_VerlTrainer):
         self.solved_in_buffer = 0
         self.advantage_needs_response_ids = estimator_needs_response_ids(config.algorithm) or uses_multi_turn(config)
         self.negative_control = NegativeControl.from_config(self.nouscoder.get("negative_control"))
+        self.sequence_tis = SequenceTISOptions.from_config(self.nouscoder.get("sequence_tis"))
+        self.rollout_correction = active_rollout_correction(config)
         super().__init__(config)
 
     def fit(self, agent_loop_manager):
@@ -291,9 +313,13 @@ class NousCoderTrainerMixin(_VerlTrainer):
         are row-aligned with what the estimator receives.
         """
         if self.negative_control.mode is None:
-            return self._advantage_with_inputs(batch, metrics)
-        with self.negative_control.around_advantage(batch, self.global_steps, metrics):
-            return self._advantage_with_inputs(batch, metrics)
+            batch = self._advantage_with_inputs(batch, metrics)
+        else:
+            with self.negative_control.around_advantage(batch, self.global_steps, metrics):
+                batch = self._advantage_with_inputs(batch, metrics)
+        if self.rollout_correction is not None:
+            self._sequence_tis(batch, metrics, self.rollout_correction)
+        return batch
 
     def _advantage_with_inputs(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
         if not self.advantage_needs_response_ids:
@@ -301,6 +327,28 @@ class NousCoderTrainerMixin(_VerlTrainer):
         fields = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["responses"])
         with provide_advantage_inputs(advantage_inputs_from_fields(fields)):
             return super()._compute_advantage(batch, metrics)
+
+    def _sequence_tis(self, batch: KVBatchMeta, metrics: dict, correction: DictConfig) -> None:
+        """Both forms' sequence weights as metrics; with ``rollout_is=sequence`` and the length-normalised form,
+        verl's ``rollout_is_weights`` replaced by it (sequence_tis.py)."""
+        fields = tq.kv_batch_get(
+            keys=batch.keys,
+            partition_id=batch.partition_id,
+            select_fields=["old_log_probs", "rollout_log_probs", "response_mask"],
+        )
+        nested_mask = fields["response_mask"]
+        padded = fields.to_padded_tensor()
+        log_ratio_sum, lengths = sequence_log_ratios(
+            padded["old_log_probs"], padded["rollout_log_probs"], padded["response_mask"].bool()
+        )
+        threshold = correction.get("rollout_is_threshold", 2.0)
+        metrics.update(weight_metrics(log_ratio_sum, lengths, threshold))
+        if correction.get("rollout_is") != "sequence" or self.sequence_tis.form == "product":
+            return
+        weights = sequence_weights(log_ratio_sum, lengths, self.sequence_tis.form, threshold)
+        per_token = weights.to(padded["old_log_probs"].dtype).unsqueeze(-1) * padded["response_mask"]
+        nested = TensorDict({"rollout_is_weights": response_to_nested(per_token, nested_mask)}, batch_size=len(batch))
+        tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=nested)
 
     # ------------------------------ per-step observation ------------------------------
 

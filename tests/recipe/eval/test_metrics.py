@@ -104,7 +104,7 @@ def test_summary_rejects_k_above_the_fewest_samples() -> None:
 def test_pass_at_k_plot_labels_the_published_points_on_a_k_axis_that_reaches_8() -> None:
     """With n = 4 samples the published Pass@8 still sits on a labelled k = 8 tick, and both points say what they are."""
     from recipe.nouscoder.eval.metrics import GradedSample, ProblemResult
-    from recipe.nouscoder.eval.report import PUBLISHED, pass_at_k_figure
+    from recipe.nouscoder.eval.report import pass_at_k_figure
 
     problem = ProblemResult("p", "easy", "leetcode", "2024-09-01")
     problem.samples.extend(GradedSample("p", i, "accepted" if i < 2 else "wrong_answer", 100, False) for i in range(4))
@@ -112,4 +112,4 @@ def test_pass_at_k_plot_labels_the_published_points_on_a_k_axis_that_reaches_8()
     assert [label.get_text() for label in axes.get_xticklabels()] == ["1", "2", "4", "8"]
     assert axes.get_xlim()[1] > 8
     notes = {text.get_text() for text in axes.texts}
-    assert notes == {f"pass@1 {PUBLISHED[0].pass_at_1:.2f}%", f"Pass@8 {PUBLISHED[0].pass_at_g:.2f}%"}
+    assert notes == {"pass@1 60.79%", "pass@8 75.11%"}  # Qwen3-14B, NousCoder blog Tables 1-2 (the v6 base model)

@@ -6,7 +6,7 @@ import matplotlib.image
 import pytest
 from verl.utils.tracking import FileLogger
 
-from recipe.nouscoder.run.plot_metrics import build_figure, main, read_metrics_log, run_name
+from recipe.nouscoder.run.plot_metrics import HELD_OUT_PASS_RATE, build_figure, main, read_metrics_log, run_name
 from recipe.nouscoder.training.step_metrics import compute_step_metrics
 
 STEPS = 8
@@ -104,3 +104,19 @@ def test_figures_read_as_a_person_needs(metrics_log):
 
 def test_default_title_is_the_run_folder(tmp_path):
     assert run_name(tmp_path / "cpu_run" / "metrics.jsonl") == "cpu_run"
+
+
+def test_the_pass_rate_panel_shows_the_held_out_points_beside_the_training_curve(tmp_path):
+    """Validation is logged at step 0 and every test_freq steps (``val-core/<source>/acc/mean@<n>``, averaged over
+    sources); the training pass rate at every training step."""
+    lines = [{"step": 0, "data": {"val-core/a/acc/mean@4": 0.2, "val-core/b/acc/mean@4": 0.4}}]
+    lines += [{"step": step, "data": {"nouscoder/pass_rate": 0.1 * step}} for step in (1, 2, 3)]
+    lines += [{"step": 3, "data": {"val-core/a/acc/mean@4": 0.5, "val-core/b/acc/mean@4": 0.7}}]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    series = read_metrics_log(tmp_path / "metrics.jsonl")
+    steps, values = series[HELD_OUT_PASS_RATE]
+    assert steps == [0, 3] and values == pytest.approx([0.3, 0.6])
+    top = build_figure(series, "pass_rate", "run").axes[0]
+    drawn = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in top.get_lines()}
+    assert drawn["held-out pass rate (validation)"] == ([0, 3], pytest.approx([0.3, 0.6]))
+    assert drawn["pass rate (trained rollouts)"][0] == [1, 2, 3]

@@ -178,3 +178,16 @@ def test_resumed_run_segments_are_read_oldest_first(run_dir: Path) -> None:
     assert [p.name for p in metrics_segments(current)] == ["metrics.1.jsonl", "metrics.2.jsonl", "metrics.jsonl"]
     selection = sc.select_best(run_dir, current)
     assert (selection.step, selection.score) == (10, 0.90)
+
+
+def test_step_merges_any_complete_checkpoint_without_scores(run_dir: Path, capsys) -> None:
+    """--step N takes checkpoint N whatever its score, even in a run that logged none; an incomplete one is refused."""
+    (run_dir / "metrics.jsonl").unlink()
+    assert sc.main([str(run_dir), "--step", "20"]) == 0
+    merged = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    assert merged == run_dir / "step_hf" / "global_step_20"
+    reference = torch.load(run_dir / "global_step_20" / "actor" / "reference.pt")["plain"]
+    weights = load_file(merged / "model.safetensors")
+    assert all(torch.equal(weights[name], tensor) for name, tensor in reference.items())
+    assert sc.main([str(run_dir), "--step", "40"]) == 2  # saved after the tracker's step: not complete
+    assert "no complete checkpoint global_step_40 (complete: [10, 20, 30]" in capsys.readouterr().err
