@@ -3,19 +3,21 @@
     python launch/rehearsal.py data --train TRAIN.parquet --test TEST.parquet --train-problems 512 \\
         --test-problems 64 --out RUN_DIR/rehearsal_data
     python launch/rehearsal.py report --run-dir RUN_DIR --stage dapo_32k --model Qwen/Qwen3-0.6B --nodes 2 \\
-        --gpus-per-node 8 --trainer-gpus 8 --rollout-gpus 8 --killed --out RUN_DIR/rehearsal_report.json
+        --gpus-per-node 8 --trainer-gpus 8 --rollout-gpus 8 --killed --out RUN_DIR/rehearsal_report.json [overrides]
 
-`data` takes the first N problems of each split (the real data, fewer problems). `report` reads what the run left
-(the stage's metrics.jsonl segments, its best model, the final evaluation's score) and writes a JSON report and a
-readable table (stdout): per step the time split from verl's `timing_s/*` metrics (generation: the trainer's wait for
-rollouts, `gen`; log-probs: `old_log_prob` + `ref`; update: `update_actor`; weight sync: `update_weights`), the
-grading wait (`grading/latency_s/max`: the slowest rollout's call to the Ray grading pool, queueing included),
-response tokens per second per rollout GPU (the step's response tokens, from `perf/total_num_tokens` and the mean
-prompt and response lengths, over the step's wall time: the rollout pool's rate when it is the bottleneck, a lower
-bound otherwise), peak memory per role (`nouscoder/memory/<role>/*`, recipe/nouscoder/training/role_memory.py), and the
-weight sync's bytes (the model's parameters in bf16) and bandwidth; then one verdict line: whether the run did each
-thing the rehearsal is for (steps, a checkpoint, the kill and the resume from it, validation, the merged model, the
-evaluation). Exit 1 when the verdict is a failure.
+`data` takes the first N problems of each split (the real data, fewer problems). `report` reads what the run left (the stage's metrics.jsonl segments, its best model, the final evaluation's score,
+the site check's reports) and writes a JSON report and a readable table (stdout), in the planner's rehearsal format
+(`nouscoder-rehearsal-report/1`: model, allocation, the stage's shape composed with the run's overrides, steps,
+rollout tokens/s per GPU, peak memory per role, weight sync, verdict) plus what it checked. Per step: the time split
+from verl's `timing_s/*` metrics (generation: the trainer's wait for rollouts, `gen`; log-probs: `old_log_prob` +
+`ref`; update: `update_actor`; weight sync: `update_weights`), the grading wait (`grading/latency_s/max`: the slowest
+rollout's call to the Ray grading pool, queueing included; verl's `timing_s/reward` exists only for a reward computed
+apart from the agent loop), its batch (`perf/total_num_tokens` and the mean prompt and response lengths), response
+tokens per second per rollout GPU over the step's wall time (the rollout pool's rate when it is the bottleneck, a
+lower bound otherwise), peak memory per role (`nouscoder/memory/<role>_peak_gb`,
+recipe/nouscoder/training/role_memory.py); the weight sync's bytes are the model's parameters in bf16. The verdict
+line says whether the run did each thing the rehearsal is for (steps, a checkpoint, the kill and the resume from it
+with no step repeated, validation, the merged model, the evaluation). Exit 1 when the verdict is a failure.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 from collections import Counter
 from pathlib import Path
@@ -30,10 +33,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from disk_plan import model_params
 
+from recipe.nouscoder.configs import compose_experiment
 from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME, metrics_segments, read_step_metrics
 
 SYNC_BYTES_PER_PARAM = 2  # the weights as the rollout holds them, bf16
-MEMORY_PREFIX = "nouscoder/memory/"
+FORMAT = "nouscoder-rehearsal-report/1"
+MEMORY_PREFIX, MEMORY_SUFFIX = "nouscoder/memory/", "_peak_gb"  # recipe/nouscoder/training/role_memory.py MEMORY_KEY
 
 
 def subset(source: Path, rows: int, out: Path) -> int:
@@ -49,39 +54,41 @@ def timing(data: dict, *names: str) -> float | None:
     return round(sum(values), 3) if values else None
 
 
-def response_tokens(data: dict) -> float | None:
+def batch(data: dict) -> tuple[float, float, int] | None:
+    """(mean prompt tokens, mean response tokens, sequences) of a step, from verl's data and throughput metrics."""
     total, prompt, response = (
         data.get(key) for key in ("perf/total_num_tokens", "prompt_length/mean", "response_length/mean")
     )
     if total is None or prompt is None or response is None or prompt + response == 0:
         return None
-    return total * response / (prompt + response)
+    return prompt, response, round(total / (prompt + response))
 
 
-def step_row(step: int, data: dict, rollout_gpus: int, sync_bytes: float | None) -> dict:
-    tokens = response_tokens(data)
+def step_row(step: int, data: dict, rollout_gpus: int) -> dict:
+    """One step in the report's format (launch/rehearsal_report.py of the planner: step_s ... mean_response_tokens), with
+    what this report adds: save and validation time, tokens/s per rollout GPU, peak memory per role."""
+    prompt, response, sequences = batch(data) or (None, None, None)
     wall = data.get("timing_s/step")
-    sync = timing(data, "update_weights")
     return {
         "step": step,
-        "time_s": {
-            "step": timing(data, "step"),
-            "generation": timing(data, "gen"),
-            "weight_sync": sync,
-            "log_probs": timing(data, "old_log_prob", "ref"),
-            "update": timing(data, "update_actor"),
-            "waiting_for_grading": data.get("grading/latency_s/max"),
-            "save": timing(data, "save_checkpoint"),
-            "validation": timing(data, "testing"),
-        },
-        "tokens_per_s_per_rollout_gpu": round(tokens / wall / rollout_gpus, 1) if tokens and wall else None,
+        "step_s": timing(data, "step"),
+        "generation_s": timing(data, "gen"),
+        "weight_sync_s": timing(data, "update_weights"),
+        "log_prob_s": timing(data, "old_log_prob", "ref"),
+        "update_s": timing(data, "update_actor"),
+        "grading_wait_s": data.get("grading/latency_s/max"),
+        "sequences": sequences,
+        "mean_prompt_tokens": prompt,
+        "mean_response_tokens": response,
+        "save_s": timing(data, "save_checkpoint"),
+        "validation_s": timing(data, "testing"),
+        "tokens_per_s_per_rollout_gpu": round(sequences * response / wall / rollout_gpus, 1)
+        if sequences and wall
+        else None,
         "peak_memory_gb": {
-            key[len(MEMORY_PREFIX) :]: round(value, 2) for key, value in data.items() if key.startswith(MEMORY_PREFIX)
-        },
-        "weight_sync": {
-            "seconds": sync,
-            "bytes": sync_bytes,
-            "gb_per_s": round(sync_bytes / sync / 1e9, 2) if sync_bytes and sync else None,
+            key[len(MEMORY_PREFIX) : -len(MEMORY_SUFFIX)]: round(value, 2)
+            for key, value in data.items()
+            if key.startswith(MEMORY_PREFIX) and key.endswith(MEMORY_SUFFIX)
         },
     }
 
@@ -110,50 +117,51 @@ def checks(run_dir: Path, stage: str, steps: dict, segments: list[Counter], kill
 
 
 def write_report(path: Path, report: dict) -> None:
-    """The rehearsal report, JSON (the one writer: launch/run_plan.py's re-planning reads this format)."""
+    """The rehearsal report, JSON: the one writer, in the format launch/run_plan.py's re-planning reads."""
     path.write_text(json.dumps(report, indent=1) + "\n")
 
 
 def table(report: dict) -> str:
     def cell(value) -> str:
-        return (
-            "-"
-            if value is None or (isinstance(value, float) and math.isnan(value))
-            else f"{value:g}"
-            if isinstance(value, float)
-            else str(value)
-        )
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "-"
+        return f"{value:g}" if isinstance(value, float) else str(value)
 
     roles = sorted({role for row in report["steps"] for role in row["peak_memory_gb"]})
-    head = [
-        "step",
-        "step s",
-        "gen s",
-        "sync s",
-        "logprob s",
-        "update s",
-        "grading s",
-        "tok/s/GPU",
-        *(f"{r} GB" for r in roles),
-    ]
+    head = ["step", "step s", "gen s", "sync s", "logprob s", "update s", "grading s", "tok/s/GPU"]
+    head += [f"{role} GB" for role in roles]
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for row in report["steps"]:
-        time = row["time_s"]
-        cells = [row["step"], time["step"], time["generation"], time["weight_sync"], time["log_probs"], time["update"]]
+        cells = [row[key] for key in ("step", "step_s", "generation_s", "weight_sync_s", "log_prob_s", "update_s")]
         cells += [
-            time["waiting_for_grading"],
+            row["grading_wait_s"],
             row["tokens_per_s_per_rollout_gpu"],
             *(row["peak_memory_gb"].get(r) for r in roles),
         ]
         lines.append(" | ".join(cell(value) for value in cells))
-    allocation = report["allocation"]
+    allocation, sync = report["allocation"], report["weight_sync"]
     lines.insert(
         0,
-        f"rehearsal of {report['model']} on {allocation['nodes']} node(s) x {allocation['gpus_per_node']} "
-        f"(trainer {allocation['trainer_gpus']} + rollout {allocation['rollout_gpus']}); evaluation: {report['evaluation']}",
+        f"rehearsal of {report['model']['path']} on {allocation['nodes']} node(s) x {allocation['gpus_per_node']} "
+        f"{allocation['gpu']} (trainer {allocation['trainer_gpus']} + rollout {allocation['rollout_gpus']}); weight sync "
+        f"{cell(sync['seconds'])} s for {cell(sync['bytes'])} B; evaluation: {report['evaluation']}",
     )
     lines.append(report["verdict"])
     return "\n".join(lines)
+
+
+def site_gpu(run_dir: Path) -> tuple[str, float]:
+    """The GPU the site check found (its nodes' reports: nvidia-smi's name and memory), or the CPU mode's none."""
+    for report in sorted(run_dir.glob("logs/*/site_*.json")):  # site_check.json, the manifest, has no facts
+        listed = json.loads(report.read_text()).get("facts", {}).get("gpus_listed")
+        if listed:
+            return listed[0]["name"], float(listed[0]["memory.total"]) * 2**20 / 1e9
+    return "none (CPU mode)", 0.0
+
+
+def median(values: list) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
 
 
 def report(args: argparse.Namespace) -> dict:
@@ -169,31 +177,54 @@ def report(args: argparse.Namespace) -> dict:
         if path.is_file()
     ]
     best = args.run_dir / args.stage / "best_model"
-    params = model_params(best.read_text().strip()) if best.is_file() else None
-    sync_bytes = params * SYNC_BYTES_PER_PARAM if params else None
+    model_dir = Path(best.read_text().strip()) if best.is_file() else None
+    params = model_params(str(model_dir)) if model_dir else None
+    config = compose_experiment(args.stage, args.overrides)
+    rollout = config.actor_rollout_ref.rollout
+    gpu, gpu_memory_gb = site_gpu(args.run_dir)
     done = checks(args.run_dir, args.stage, steps, segments, args.killed)
     missing = [what for what, ok in done if not ok]
-    verdict = (
-        f"rehearsal FAILED: not done: {'; '.join(missing)}"
-        if missing
-        else "rehearsal passed: " + "; ".join(what for what, _ in done)
-    )
+    rows = [step_row(step, data, args.rollout_gpus) for step, data in sorted(steps.items()) if step > 0]
     score = args.run_dir / "final_eval" / "score"
+    roles = {role for row in rows for role in row["peak_memory_gb"]}
     return {
-        "model": args.model,
+        "format": FORMAT,
+        "model": {
+            "path": args.model,
+            "config": json.loads((model_dir / "config.json").read_text())
+            if model_dir and (model_dir / "config.json").is_file()
+            else {},
+        },
         "allocation": {
             "nodes": args.nodes,
             "gpus_per_node": args.gpus_per_node,
+            "gpu": gpu,
+            "gpu_memory_gb": round(gpu_memory_gb, 1),
             "trainer_gpus": args.trainer_gpus,
             "rollout_gpus": args.rollout_gpus,
+            "rollout_tensor_parallel": int(rollout.tensor_model_parallel_size),
         },
-        "steps": [
-            step_row(step, data, args.rollout_gpus, sync_bytes) for step, data in sorted(steps.items()) if step > 0
-        ],
+        "shape": {
+            "train_batch_size": int(config.data.train_batch_size),
+            "group_size": int(rollout.n),
+            "max_prompt_length": int(config.data.max_prompt_length),
+            "max_response_length": int(config.data.max_response_length),
+            "rollout_gpu_memory_utilization": float(rollout.gpu_memory_utilization),
+            "rollout_max_num_seqs": int(rollout.max_num_seqs),
+        },
+        "steps": rows,
+        "rollout_tokens_per_s_per_gpu": median([row["tokens_per_s_per_rollout_gpu"] for row in rows]),
+        "peak_memory_gb": {role: max(row["peak_memory_gb"].get(role, 0.0) for row in rows) for role in sorted(roles)},
+        "weight_sync": {
+            "seconds": median([row["weight_sync_s"] for row in rows]),
+            "bytes": params * SYNC_BYTES_PER_PARAM if params else None,
+        },
         "steps_per_run": [sorted(segment) for segment in segments],
         "evaluation": score.read_text().strip() if score.is_file() else None,
         "checks": dict(done),
-        "verdict": verdict,
+        "verdict": f"rehearsal FAILED: not done: {'; '.join(missing)}"
+        if missing
+        else "rehearsal passed: " + "; ".join(what for what, _ in done),
     }
 
 
@@ -214,6 +245,7 @@ def main(argv: list[str] | None = None) -> None:
         done.add_argument(f"--{name}", type=int, required=True, help=f"the allocation's {name.replace('-', ' ')}")
     done.add_argument("--killed", action="store_true", help="the trainer was killed once and the stage resumed")
     done.add_argument("--out", type=Path, required=True, help="the JSON report to write")
+    done.add_argument("overrides", nargs="*", help="the run's hydra overrides (the report states the stage's shape)")
     args = parser.parse_args(argv)
     if args.command == "data":
         rows = [subset(args.train, args.train_problems, args.out / "train.parquet")]

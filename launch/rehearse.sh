@@ -95,4 +95,4 @@ if [[ "$status" != 0 ]]; then
 fi
 "${HOST_PYTHON[@]}" "$LAUNCH_DIR/rehearsal.py" report --run-dir "$RUN_DIR" --stage "$STAGE" --model "$MODEL" \
   --nodes 2 --gpus-per-node "${GPUS_PER_NODE:-$TRAINER_GPUS}" --trainer-gpus "$TRAINER_GPUS" --rollout-gpus "$ROLLOUT_GPUS" \
-  --killed --out "$RUN_DIR/rehearsal_report.json"
+  --killed --out "$RUN_DIR/rehearsal_report.json" "${overrides[@]}" "$@"

@@ -25,7 +25,7 @@ def run_dir(tmp_path, killed: list[int], resumed: list[int]):
         "perf/total_num_tokens": 3000.0,
         "prompt_length/mean": 100.0,
         "response_length/mean": 200.0,
-        "nouscoder/memory/trainer/gpu_peak_gb": 61.5,
+        "nouscoder/memory/trainer_peak_gb": 61.5,
         "val-core/livecodebench/acc/mean@8": 0.5,
     }
     for name, steps in (("metrics.1.jsonl", killed), ("metrics.jsonl", resumed)):
@@ -34,9 +34,11 @@ def run_dir(tmp_path, killed: list[int], resumed: list[int]):
 
 
 def args(tmp_path, rollout_gpus: int = 8):
+    """The report's arguments for `run_dir`'s stage, composed as dapo_32k (its shape)."""
+    (tmp_path / "dapo_32k").symlink_to(tmp_path / "stage")
     return rehearsal.argparse.Namespace(
-        run_dir=tmp_path, stage="stage", model="m", nodes=2, gpus_per_node=8, trainer_gpus=8,
-        rollout_gpus=rollout_gpus, killed=True,
+        run_dir=tmp_path, stage="dapo_32k", model="m", nodes=2, gpus_per_node=8, trainer_gpus=8,
+        rollout_gpus=rollout_gpus, killed=True, overrides=[],
     )  # fmt: skip
 
 
@@ -45,12 +47,13 @@ def test_a_resume_from_the_last_step_passes_the_kill_check_and_the_figures_follo
     assert report["checks"]["the kill inside step 4 and the resume from global_step_3"]
     assert report["checks"]["0 step(s) repeated"]
     row = report["steps"][0]
-    assert row["time_s"] == {
-        "step": 10.0, "generation": 4.0, "weight_sync": 0.5, "log_probs": 2.0, "update": 3.0,
-        "waiting_for_grading": 2.0, "save": None, "validation": None,
+    assert {key: row[key] for key in ("step_s", "generation_s", "weight_sync_s", "log_prob_s", "update_s")} == {
+        "step_s": 10.0, "generation_s": 4.0, "weight_sync_s": 0.5, "log_prob_s": 2.0, "update_s": 3.0,
     }  # fmt: skip
-    assert row["tokens_per_s_per_rollout_gpu"] == pytest.approx(3000 * 200 / 300 / 10 / 8, abs=0.1)
-    assert row["peak_memory_gb"] == {"trainer/gpu_peak_gb": 61.5}
+    assert (row["grading_wait_s"], row["sequences"], row["mean_response_tokens"]) == (2.0, 10, 200.0)
+    assert row["tokens_per_s_per_rollout_gpu"] == pytest.approx(10 * 200 / 10 / 8, abs=0.1)
+    assert row["peak_memory_gb"] == {"trainer": 61.5} and report["peak_memory_gb"] == {"trainer": 61.5}
+    assert report["shape"]["group_size"] == 8 and report["allocation"]["gpu"] == "none (CPU mode)"
     # no merged model or evaluation in this directory: the verdict says so
     assert report["verdict"] == ("rehearsal FAILED: not done: the merge to a Hugging Face model; the evaluation")
 

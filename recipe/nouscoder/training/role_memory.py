@@ -1,11 +1,11 @@
 """Peak memory per role (trainer, rollout), logged by the trainer every step, so that a rehearsal and the real run
-report it alike (``nouscoder/memory/<role>/<kind>_peak_gb``: the largest of the role's devices since the step before).
+report it alike (``nouscoder/memory/<role>_peak_gb``: the largest of the role's devices since the step before, in GB).
 
 - On GPUs (``gpu``): the device memory NVML reports in use on each GPU the role's workers hold: everything on it,
   torch's allocator, NCCL's and cupy's buffers (the weight sync's), vLLM's weights and KV cache, which verl's own
   ``perf/max_memory_allocated_gb`` (torch's allocator of the trainer) leaves out. The role's GPUs are found by their
   UUIDs inside its worker actors (``ActorHandle.__ray_call__``), so CUDA_VISIBLE_DEVICES and device order do not matter.
-- In the CPU mode (``rss``): the resident memory of the role's worker processes and their children (psutil).
+- In the CPU mode: the resident memory of the role's worker processes and their children (psutil), under the same key.
 
 One sampler actor per node (no CPU, no GPU reserved) reads them every ``SAMPLE_S`` and keeps the peak until the
 trainer takes it. Roles that share their workers (the colocated sync trainer) are reported once, as ``trainer``.
@@ -24,6 +24,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 logger = logging.getLogger(__name__)
 SAMPLE_S = 0.5
+MEMORY_KEY = "nouscoder/memory/{role}_peak_gb"
 
 
 def where(actor: Any) -> dict:
@@ -97,16 +98,14 @@ class MemorySampler:
 class RoleMemory:
     """The samplers of a run, one per node holding some role's workers; `step_metrics` gathers their peaks."""
 
-    def __init__(self, samplers: list, kind: str) -> None:
+    def __init__(self, samplers: list) -> None:
         self.samplers = samplers
-        self.kind = kind
 
     @classmethod
     def start(cls, roles: dict[str, list]) -> RoleMemory:
         """`roles`: {role: worker actor handles}; a role whose actors another role already lists is left out."""
         seen: set = set()
         placed: dict[str, dict[str, dict[str, list]]] = {}  # {node: {role: {"uuids", "pids"}}}
-        gpu = False
         for role, actors in roles.items():
             actors = [actor for actor in actors if actor._actor_id not in seen]
             seen.update(actor._actor_id for actor in actors)
@@ -114,17 +113,16 @@ class RoleMemory:
                 parts = placed.setdefault(place["node"], {}).setdefault(role, {"uuids": [], "pids": []})
                 parts["uuids"] += [uuid for uuid in place["uuids"] if uuid not in parts["uuids"]]
                 parts["pids"].append(place["pid"])
-                gpu = gpu or bool(place["uuids"])
         on_node = MemorySampler.options  # type: ignore[attr-defined]  # ray.remote's ActorClass, unseen by mypy
         samplers = [
             on_node(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(watched)
             for node, watched in placed.items()
         ]
-        return cls(samplers, "gpu" if gpu else "rss")
+        return cls(samplers)
 
     def step_metrics(self) -> dict[str, float]:
         peaks: dict[str, int] = {}
         for sampled in ray.get([sampler.take_peaks.remote() for sampler in self.samplers]):
             for role, used in sampled.items():
                 peaks[role] = max(peaks.get(role, 0), used)
-        return {f"nouscoder/memory/{role}/{self.kind}_peak_gb": used / 1e9 for role, used in peaks.items()}
+        return {MEMORY_KEY.format(role=role): used / 1e9 for role, used in peaks.items()}
