@@ -75,6 +75,7 @@ if [[ "$LAYOUT" == gpu ]]; then
 elif [[ "$LAYOUT" == cpu ]]; then
   STAGE=rehearsal_cpu EVAL=eval_debug_cpu
   export GPUS_PER_NODE=${GPUS_PER_NODE:-1} RAY_NUM_CPUS=${RAY_NUM_CPUS:-16}
+  export SCORE_METRIC=${SCORE_METRIC:-val-core/nous_sample/acc/mean@[0-9]+$} # the bundled sample's data source, any n
   MODEL="the CPU mode's tiny Qwen2" TRAINER_GPUS=1 ROLLOUT_GPUS=1
 else
   die "REHEARSAL_LAYOUT=$LAYOUT: use gpu or cpu."
