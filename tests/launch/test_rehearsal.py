@@ -116,6 +116,7 @@ def test_the_rehearsal_runs_the_jobs_path_on_two_nodes_kills_resumes_merges_eval
     assert (run_dir / "final_eval" / "score").read_text().startswith("val-core/")
     assert (run_dir / "final_eval" / "report" / "results.json").is_file()  # the pass@k report of verl's dump
     # The report: every check passed, and the figures of each step.
+    print(f"\nREHEARSAL (CPU layout, 2 Slurm nodes): {wall:.0f} s wall\n{output[output.index('rehearsal of ') :]}")
     report = json.loads((run_dir / "rehearsal_report.json").read_text())
     assert report["verdict"].startswith("rehearsal passed:"), report["verdict"]
     assert report["checks"][f"the kill inside step {KILL_AFTER + 1} and the resume from global_step_{KILL_AFTER}"]
@@ -127,12 +128,12 @@ def test_the_rehearsal_runs_the_jobs_path_on_two_nodes_kills_resumes_merges_eval
         assert row["sequences"] > 0 and row["mean_prompt_tokens"] > 0
         assert row["peak_memory_gb"]["trainer"] > 0.1 and row["peak_memory_gb"]["rollout"] > 0.1  # resident, on CPU
     assert report["format"] == "nouscoder-rehearsal-report/1" and report["model"]["config"]["model_type"] == "qwen2"
-    assert report["allocation"] | {"gpu": None} == {
-        "nodes": 2, "gpus_per_node": 1, "gpu": None, "gpu_memory_gb": 0.0, "trainer_gpus": 1, "rollout_gpus": 1,
-        "rollout_tensor_parallel": 1,
+    # the GPUs the site check found: the exclusive job holds its nodes' (stand-in) GPUs, which the CPU layout leaves idle
+    assert report["allocation"] == {
+        "nodes": 2, "gpus_per_node": 1, "gpu": "NVIDIA H100 80GB HBM3", "gpu_memory_gb": round(81559 * 2**20 / 1e9, 1),
+        "trainer_gpus": 1, "rollout_gpus": 1, "rollout_tensor_parallel": 1,
     }  # fmt: skip
     assert report["shape"]["group_size"] == 4 and report["weight_sync"]["bytes"] > 0
     assert report["verdict"] in output and "step | step s | gen s" in output
-    print(f"\nREHEARSAL (CPU layout, 2 Slurm nodes): {wall:.0f} s wall\n{output[output.index('rehearsal of ') :]}")
     assert processes_marked(marker) == []
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left after the job"
