@@ -103,8 +103,14 @@ def prompt_budget_problems(uses: list[DataUse], model_dir: str) -> list[str]:
         config = config.copy()
         OmegaConf.update(config, "data.val_files", list(use.files), force_add=True)
         OmegaConf.update(config, "actor_rollout_ref.model.path", model_dir, force_add=True)
+        # only the tokenizer counts here: the model's config overrides (an evaluation's YaRN) are the trainer's business
+        OmegaConf.update(config, "actor_rollout_ref.model.override_config", {}, force_add=True, merge=False)
         try:
             check_validation_coverage(config)
         except ValidationProblemsDropped as dropped:
             problems.append(f"{use.run}: {dropped}")
+        except Exception as error:  # a tokenizer or data the check cannot read: named, not a traceback
+            problems.append(
+                f"{use.run}: data.val_files={list(use.files)} could not be checked: {type(error).__name__}: {error}"
+            )
     return problems

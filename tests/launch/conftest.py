@@ -10,7 +10,7 @@ Needs the Debian packages slurm-wlm and munge (`make system-deps` installs them 
 
 What the site check looks at on a GPU node stands in at the process boundary: `stand_ins/nvidia-smi` first on PATH (the
 driver and GPUs of each node, a fault written per node, `nvidia_smi_fault`), and a Hugging Face cache (HF_HOME,
-`stand_in_hub`) holding the CPU mode's tiny Qwen2 as the configs' `Qwen/Qwen3-14B`, so that a job finds its model the
+`stand_in_hub`) holding the CPU mode's tiny Qwen2 as the configs' `Qwen/Qwen3-14B` (and MicroCoder's model), so that a job finds its model the
 way an offline cluster does, and the data check tokenizes the prompts with a real tokenizer.
 """
 
@@ -51,7 +51,7 @@ def path_with_test_bash(path: str) -> str:
 FAKE_GPUS = 2
 REQUEUE_DELAY_S = 20  # long enough for a step's credential on a loaded 2-core machine
 STAND_INS = Path(__file__).resolve().parent / "stand_ins"
-HUB_MODEL = "Qwen/Qwen3-14B"  # the configs' model, as the stand-in cache holds it
+HUB_MODELS = ("Qwen/Qwen3-14B", "Qwen/Qwen3-4B-Instruct-2507")  # the configs' models the tests run, as stand-ins
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel", "srun")
 
 
@@ -128,7 +128,7 @@ class LocalSlurm:
     gpus = FAKE_GPUS
     requeue_delay_s = REQUEUE_DELAY_S
     stand_ins = STAND_INS
-    hub_model = HUB_MODEL
+    hub_models = HUB_MODELS
     free_port = staticmethod(free_port)
     processes_mentioning = staticmethod(processes_mentioning)
     path_with_test_bash = staticmethod(path_with_test_bash)
@@ -290,12 +290,14 @@ def sample_data(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def stand_in_hub(tmp_path_factory, sample_data) -> Path:
     """HF_HOME whose cache holds the CPU mode's tiny Qwen2 (random ~1M parameters, a tokenizer trained on the bundled
-    sample, Qwen's chat markers) under the configs' hub id; built once per session (~10 s)."""
+    sample, Qwen's chat markers) under the hub ids of the configs the tests run; built once per session (~10 s)."""
     from recipe.nouscoder.cpu.tiny_model import build_tiny_model
 
     hf_home = tmp_path_factory.mktemp("stand_in_hub") / "hf_home"
     parquets = [sample_data / "train.parquet", sample_data / "test.parquet"]
-    write_hub_snapshot(hf_home, HUB_MODEL, lambda directory: build_tiny_model(parquets, directory))
+    built = write_hub_snapshot(hf_home, HUB_MODELS[0], lambda directory: build_tiny_model(parquets, directory))
+    for repo in HUB_MODELS[1:]:
+        write_hub_snapshot(hf_home, repo, lambda directory: shutil.copytree(built, directory))
     return hf_home
 
 

@@ -523,10 +523,14 @@ def seconds_to_failure(output: str) -> int:
     return int(time.mktime(time.strptime(failed, "%Y-%m-%d %H:%M:%S")) - first)
 
 
-def report_fault(name: str, command: str, output: str) -> None:
-    """The figures a fault injection gives: the command, the first line of the message, the time to failure."""
+def report_fault(name: str, command: str, output: str, *naming: str) -> None:
+    """The figures a fault injection gives: the command, the first line of the message (and the lines naming each of
+    several faults of one job), the time to failure."""
     first = next(line for line in output.splitlines() if " ERROR: " in line).split(" ERROR: ", 1)[1]
-    print(f"\nFAULT {name}\n  command: {command}\n  message: {first}\n  failed after {seconds_to_failure(output)} s")
+    lines = "".join(f"\n  names: {next(line for line in output.splitlines() if part in line)}" for part in naming)
+    print(
+        f"\nFAULT {name}\n  command: {command}\n  message: {first}{lines}\n  failed after {seconds_to_failure(output)} s"
+    )
 
 
 def test_a_node_without_what_the_job_needs_fails_it_before_ray_naming_the_node(
@@ -605,7 +609,12 @@ def test_a_node_without_what_the_job_needs_fails_it_before_ray_naming_the_node(
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left"
     sbatch = f"NVIDIA_SMI_STAND_IN_DIR=... sbatch {' '.join(command)}"
     report_fault(
-        f"old driver on {head}, one GPU missing on {worker} (and node 2's sandbox and TransferQueue)", sbatch, output
+        f"old driver on {head}, one GPU missing on {worker} (and node 2's sandbox and TransferQueue)",
+        sbatch,
+        output,
+        f"node {head}: driver:",
+        f"node {worker}: gpus:",
+        f"node {worker}: TransferQueue",
     )
 
 
@@ -636,7 +645,12 @@ def test_an_offline_hub_id_and_an_over_budget_prompt_stop_the_job_before_ray(
             'before sbatch (launch/README.md "Offline nodes")' in output
         ), output
     assert "starting Ray" not in output, output
-    report_fault("offline hub id", f"INIT_MODEL=Qwen/Qwen3-8B sbatch {' '.join(command)} data.train_files=...", output)
+    report_fault(
+        "offline hub id",
+        f"INIT_MODEL=Qwen/Qwen3-8B sbatch {' '.join(command)} data.train_files=...",
+        output,
+        *(f"node {node}: model:" for node in local_slurm.node_names),
+    )
 
     tmp = tmp_path / "budget"
     tmp.mkdir()
@@ -660,12 +674,12 @@ def test_an_offline_hub_id_and_an_over_budget_prompt_stop_the_job_before_ray(
 def test_a_chain_longer_than_its_time_limit_finishes_across_requeued_jobs_losing_no_step(
     local_slurm, tmp_path, sample_data, stand_in_hub
 ):
-    """One training stage of TIME_STEPS stand-in steps of 4 s (a save every 5) under --time=3: each job asks the
+    """One training stage of 32 stand-in steps of 4 s (a save every 5) under --time=3: each job asks the
     trainer to save and stop SAVE_BEFORE_LIMIT_S before its limit, requeues itself (same job id, its output appended)
     and the next run resumes from that save; the chain completes with no step trained twice."""
     ray_root = local_slurm.root / "ray_time"
     ray_root.mkdir()
-    steps = 24
+    steps = 32
     env = launch_env(
         local_slurm,
         tmp_path,
