@@ -33,6 +33,7 @@ from importlib.metadata import PackageNotFoundError, packages_distributions, req
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
+from site_check import NCCL_BACKENDS
 
 # Requirement lines of verl's own metadata: `NAME==VERSION; extra == "EXTRA"`.
 VERL_EXTRA_PIN = re.compile(r'^([A-Za-z0-9_.-]+)==(\S+); extra == "([^"]+)"$')
@@ -109,9 +110,9 @@ def bill_of_materials(config: DictConfig) -> list[Part]:
     if uses_multi_turn(config):
         key = f"actor_rollout_ref.rollout.agent.default_agent_loop={loop}"
         parts.append(Part("the multi-turn agent loop", key, module=AGENT_LOOP_MODULE))
-    if backend == "nccl":
+    if backend in NCCL_BACKENDS:
         # verl/checkpoint_engine/nccl_checkpoint_engine.py imports cupy at module level; __init__ swallows the error.
-        key = "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl"
+        key = f"actor_rollout_ref.rollout.checkpoint_engine.backend={backend}"
         parts.append(_package(cupy_distribution(), "cupy", "cupy (verl's NCCL weight sync)", key))
     if rollout.checkpoint_engine.get("custom_backend_module"):
         module = rollout.checkpoint_engine.custom_backend_module

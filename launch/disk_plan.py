@@ -84,14 +84,6 @@ def stage_disk(name: str, config: DictConfig, params: float, keep_last: int, res
     )
 
 
-def generations_bytes(config: DictConfig, problems: int, mean_response_fraction: float) -> float:
-    """The text verl dumps for a validation-only run over `problems` problems (trainer.validation_data_dir), at a
-    mean response of `mean_response_fraction` of the budget."""
-    samples = int(config.actor_rollout_ref.rollout.val_kwargs.n)
-    budget = int(config.data.max_response_length)
-    return problems * samples * mean_response_fraction * budget * TEXT_BYTES_PER_TOKEN
-
-
 def peak_bytes(stages: list[StageDisk], extra_bytes: float = 0.0) -> tuple[float, str, float]:
     """The most the run holds at once, in which phase, and how much of it the earlier stages' remains are."""
     phases = []

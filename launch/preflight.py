@@ -19,12 +19,17 @@
 - the run plan (`run_plan.py`): with --budget-gpu-hours, each training stage's total_training_steps, save_freq and
   test_freq for that budget on this allocation; without, the stages' configured lengths with their expected time;
   a re-scored stage that validates fewer checkpoints than it re-scores exits 2;
+- the plan's hours against the job's time limit (--time-limit-s): the jobs the chain takes, and each training
+  stage's `save_lead_s` (how long before the limit it saves and stops);
 - the disk the run's retention needs against the free space of --output-root (`disk_plan.py`): exits 3 with both
-  numbers and the knobs when it does not fit.
+  numbers and the knobs when it does not fit;
+- the data every run reads (`data_check.py`): parquet columns, and no LiveCodeBench prompt over its budget;
+- with --site-manifest, what the site check (`site_check.py`) probes on every node.
 
 Prints what the chain reads, one `KIND<TAB>NAME<TAB>VALUE` line each: `overrides` (per config, appended to its
 command), `train_files` and `model` (of the first stage, for stage 0), `test_freq`, `steps` and `step_s` (per stage,
-for the progress watchdog and its step-time check), `expected_s` (per validation-only config, for the watchdog); the
+for the progress watchdog and its step-time check), `save_lead_s` (per stage, for the stop request), `site`
+(the collective's backend and whether cupy is needed), `expected_s` (per validation-only config, for the watchdog); the
 human-readable report goes to stderr.
 """
 
@@ -40,11 +45,11 @@ import pyarrow.parquet as pq
 import rope_scaling
 from bill_of_materials import bill_of_materials, merged
 from chain import Chain, ChainError, add_chain_arguments, chain_from_args, compose_chain, with_overrides
+from data_check import DataUse, as_files, column_problems, prompt_budget_problems
 from disk_plan import (
     CHECKPOINT_BYTES_PER_PARAM,
     free_bytes,
     gb,
-    generations_bytes,
     peak_bytes,
     replicas,
     stage_disk,
@@ -52,8 +57,9 @@ from disk_plan import (
 )
 from gpu_memory import memory_problems
 from gpu_spec import add_gpu_arguments, gpu_from_args
-from model_spec import UnknownModel, add_model_arguments, model_from_args
-from omegaconf import DictConfig
+from model_spec import UnknownModel, add_model_arguments, model_from_args, resolve_model
+from offline_filter import bytes_per_problem
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import InterpolationResolutionError
 from run_plan import (
     LCB_V6_PROBLEMS,
@@ -65,12 +71,19 @@ from run_plan import (
     plan_chain,
     stage_cost,
 )
+from site_check import local_model_dir, site_needs
 from verl_shapes import violations
 
 from recipe.nouscoder.run.required_values import check_required_values
+from recipe.nouscoder.run.validation_coverage import runs_validation
 
 PLAN_KEYS = ("trainer.total_training_steps", "trainer.save_freq", "trainer.test_freq")
 PreflightError = ChainError  # what stops the job before Ray starts; `status` is the exit code (2: configs, 3: disk)
+# A job's start before its trainer steps (Ray on every node; the trainer's own start-up is the plan's model_load_s),
+# for the jobs a time limit takes.
+RAY_START_S = 300.0
+DEFAULT_SAVE_LEAD_S = 2700.0  # a training stage the plan does not cover: one 32k-stage step, a validation, a save
+DISK_FALLBACK_MODEL = "Qwen/Qwen3-14B"  # the size a model unknown here is counted at (shipped in model_configs/)
 
 
 def report(message: str) -> None:
@@ -194,9 +207,24 @@ def check_cadence(chain: Chain, fitted: dict[str, DictConfig], top_k: int) -> No
             report(f"WARNING: {name}: trainer.test_freq={test_freq} > its {steps} steps: only the last is validated")
 
 
+def validation_only_s(
+    args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], basis: Basis, name: str, rows: int
+) -> float:
+    """The planned time of a validation-only run: stage 0 over the training problems, the others over LiveCodeBench."""
+    problems = rows if name == chain.offline_filter_config else LCB_V6_PROBLEMS
+    return evaluation_s(fitted[name], args.nodes * args.gpus_per_node, problems, basis)
+
+
+def validation_only(chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None) -> list[str]:
+    """The chain's validation-only configs the plan covers (on GPUs, with a known model)."""
+    if basis is None:
+        return []
+    return [name for name in chain.names if name not in chain.stages and on_gpus(fitted[name])]
+
+
 def report_durations(
     args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None, rows: int
-) -> None:
+) -> float:
     """The watchdog's facts per config, and the chain's expected duration (run_plan.py's assumptions)."""
     hours = 0.0
     for name in chain.stages:
@@ -213,23 +241,21 @@ def report_durations(
             emit("step_s", name, math.ceil(cost.step_s))
         emit("test_freq", name, int(config.trainer.test_freq))
         emit("steps", name, steps)
-    for name in [n for n in chain.names if n not in chain.stages]:
-        if basis is None or not on_gpus(fitted[name]):
-            continue
-        problems = rows if name == chain.offline_filter_config else LCB_V6_PROBLEMS
-        seconds = evaluation_s(fitted[name], args.nodes * args.gpus_per_node, problems, basis)
+    for name in validation_only(chain, fitted, basis):
+        assert basis is not None
+        seconds = validation_only_s(args, chain, fitted, basis, name, rows)
         hours += seconds / 3600 * (args.rescore_top_k if name in chain.rescore.values() else 1)
         emit("expected_s", name, math.ceil(seconds))
     if hours and basis is not None:
         report(
             f"the chain needs ~{hours:.0f} h of this allocation ({basis.model.name} on {basis.gpu.name}, "
-            'configs/README.md "Run plan"); a job\'s time limit ends it earlier and the next submission resumes '
-            '(launch/README.md, "How to resume")'
+            'configs/README.md "Run plan")'
         )
+    return hours
 
 
 def check_disk(
-    args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None, rows: int
+    args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None, model: str, rows: int
 ) -> None:
     """The run's peak disk need (disk_plan.py) against the free space of OUTPUT_ROOT."""
     first = fitted[chain.stages[0]]
@@ -237,12 +263,16 @@ def check_disk(
         params: float | None = args.checkpoint_gb * 1e9 / (CHECKPOINT_BYTES_PER_PARAM * replicas(first))
     else:
         params = basis.model.params if basis else None
-    if params is None:
-        report(
-            "WARNING: disk: the model's size is unknown here (its config.json is not local, cached or shipped): "
-            "the free space of OUTPUT_ROOT is not checked; set CHECKPOINT_GB or MODEL_CONFIG to check it"
-        )
+    if params is None and built_by_the_run(first, model):
+        report(f"disk: not checked: {model} is the CPU mode's tiny model, built by the run (checkpoints of megabytes)")
         return
+    if params is None:
+        params = resolve_model(DISK_FALLBACK_MODEL).params
+        report(
+            f"WARNING: disk: the size of {model} is unknown here (its config.json is not local, cached or shipped): "
+            f"checked at {DISK_FALLBACK_MODEL}'s {params / 1e9:.1f}B parameters; set CHECKPOINT_GB or MODEL_CONFIG "
+            "for another model's"
+        )
     top_k = args.rescore_top_k
     disks = [
         stage_disk(name, fitted[name], params, args.keep_last, top_k if name in chain.rescore else None)
@@ -250,7 +280,7 @@ def check_disk(
     ]
     extra = 0.0
     if chain.offline_filter_config:
-        extra = generations_bytes(fitted[chain.offline_filter_config], rows, Assumptions().mean_response_fraction)
+        extra = bytes_per_problem(fitted[chain.offline_filter_config]) * rows  # stage 0's dump
     need, phase, kept = peak_bytes(disks, extra)
     held, free = used_bytes(args.run_dir), free_bytes(args.output_root)
     detail = f"{gb(kept)} kept from the earlier stages; " if kept else ""
@@ -271,6 +301,131 @@ def check_disk(
     )
 
 
+def save_lead_s(name: str, config: DictConfig, basis: Basis | None) -> float:
+    """How long before the job's time limit a training stage is asked to save and stop: one planned step that may
+    validate, its save, and 5 minutes for the trainer and Ray to stop (run_plan.stage_cost)."""
+    if basis is None or not on_gpus(config) or not config.trainer.v1.trainer_mode.endswith("separate_async"):
+        return DEFAULT_SAVE_LEAD_S
+    cost = stage_cost(name, config, basis)
+    return cost.step_s + cost.validation_s + cost.save_s + 300.0
+
+
+def report_time_limit(
+    args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], basis: Basis | None, hours: float, rows: int
+) -> None:
+    """The plan's hours against the job's --time: the jobs the chain takes (each ends with a clean save before its
+    limit and requeues itself, launch/README.md "A chain longer than the time limit"); per stage, `save_lead_s`."""
+    leads = {name: args.save_lead_s or save_lead_s(name, fitted[name], basis) for name in chain.stages}
+    for name, lead in leads.items():
+        emit("save_lead_s", name, math.ceil(lead))
+    if not args.time_limit_s:
+        return
+    lead = max(leads.values())
+    limit = f"--time={args.time_limit_s / 3600:.1f} h"
+    if args.time_limit_s <= lead:
+        raise PreflightError(
+            f"{limit} is shorter than the ~{lead / 60:.0f} min a training stage stops before the job's limit to save "
+            "(one step, a validation, the save; SAVE_BEFORE_LIMIT_S): no step would ever be kept. Raise --time."
+        )
+    if not hours or basis is None:  # no plan for these stages: nothing to count jobs with
+        return
+    startup = RAY_START_S + basis.assumptions.model_load_s
+    usable = args.time_limit_s - startup - lead
+    if usable <= 0:
+        report(
+            f"WARNING: {limit} is mostly spent starting (Ray and the trainer, ~{startup / 60:.0f} min planned) and "
+            f"saving before the limit (~{lead / 60:.0f} min): raise --time"
+        )
+        usable = args.time_limit_s - lead
+    for name in validation_only(chain, fitted, basis):
+        seconds = validation_only_s(args, chain, fitted, basis, name, rows)
+        if seconds > args.time_limit_s - RAY_START_S:
+            report(
+                f"WARNING: {name} (validation only, ~{seconds / 3600:.1f} h) does not fit in {limit}: it cannot stop "
+                "for a save, so every job would restart it; raise --time"
+            )
+    jobs = math.ceil(hours * 3600 / usable)
+    report(
+        f"time limit: the plan's ~{hours:.1f} h against {limit} ({usable / 3600:.1f} h of it usable: start-up "
+        f"~{startup / 60:.0f} min, a clean save ~{lead / 60:.0f} min before the limit): "
+        f"{jobs} job(s); each requeues itself and the next resumes from its save"
+    )
+
+
+def built_by_the_run(config: DictConfig, path: str) -> bool:
+    """Whether the CPU mode builds `path` itself when missing: its bundled sample's parquet and its tiny model
+    (recipe/nouscoder/cpu/__init__.py ``build_missing_inputs``)."""
+    built = [OmegaConf.select(config, f"nouscoder.cpu.{key}") for key in ("sample_data_dir", "tiny_model_dir")]
+    return any(directory and Path(path).is_relative_to(str(directory)) for directory in built)
+
+
+def data_uses(args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig]) -> list[DataUse]:
+    """What each run of the job reads, as the chain will pass it (stage 0: the first stage's training data; the
+    re-scoring and final evaluation: EVAL_DATA)."""
+    uses = []
+    for name in chain.stages:
+        config = fitted[name]
+        uses.append(DataUse(name, "data.train_files", as_files(config.data.train_files), config, True))
+        if runs_validation(config):
+            uses.append(DataUse(name, "data.val_files", as_files(config.data.val_files), config, False))
+    if chain.offline_filter_config:
+        stage0 = fitted[chain.offline_filter_config]
+        uses.append(DataUse(chain.offline_filter_config, "data.val_files", uses[0].files, stage0, True))
+    for name in chain.rescore.values():
+        files = (str(args.eval_data),) if args.eval_data else as_files(fitted[name].data.val_files)
+        uses.append(DataUse(name, "data.val_files", files, fitted[name], False))
+    if chain.eval_config:
+        benchmarks = tuple(str(path) for path in args.eval_benchmark) or (
+            (str(args.eval_data),) if args.eval_data else ()
+        )
+        files = benchmarks or as_files(fitted[chain.eval_config].data.val_files)
+        config = fitted[chain.eval_config]
+        uses += [DataUse(chain.eval_config, "data.val_files", (path,), config, False) for path in files]
+    for name in chain.others:
+        if runs_validation(fitted[name]):
+            uses.append(DataUse(name, "data.val_files", as_files(fitted[name].data.val_files), fitted[name], False))
+    return [use for use in uses if not any(built_by_the_run(use.config, path) for path in use.files)]
+
+
+def check_data(args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], model: str) -> None:
+    """Every run's parquet columns and the LiveCodeBench prompt budget (data_check.py), before Ray and stage 0."""
+    uses = data_uses(args, chain, fitted)
+    problems = column_problems(uses)
+    if problems:
+        raise PreflightError("\n".join(f"data: {problem}" for problem in problems))
+    directory = local_model_dir(model)
+    if directory is None:
+        report(
+            f"data: the prompt budget is not checked here: {model} is not on this host (the site check says where to put it)"
+        )
+    else:
+        problems = prompt_budget_problems(uses, str(directory))
+        if problems:
+            raise PreflightError("\n".join(f"prompt budget: {problem}" for problem in problems))
+    files = sorted({path for use in uses for path in use.files})
+    report(f"data: {len(files)} parquet file(s) with the columns every run reads; no validation prompt over its budget")
+
+
+def report_stage0(chain: Chain, fitted: dict[str, DictConfig], rows: int) -> None:
+    """What stage 0 holds per problem, on disk and in the trainer's memory until its dump (offline_filter.py)."""
+    stage0 = fitted[str(chain.offline_filter_config)]
+    per_problem = bytes_per_problem(stage0)
+    report(
+        f"stage 0: per problem {stage0.actor_rollout_ref.rollout.val_kwargs.n} generations, "
+        f"~{per_problem / 1e6:.2f} MB of prompt and response text on disk and in the trainer until its dump (no tests: "
+        f"launch/offline_filter.py), {gb(per_problem * rows)} for {rows:,} problems"
+    )
+
+
+def write_site_manifest(args: argparse.Namespace, chain: Chain, fitted: dict[str, DictConfig], model: str) -> None:
+    """What the site check probes on every node (site_check.py), and the collective's backend for the launcher."""
+    models = [] if built_by_the_run(fitted[chain.stages[0]], model) else [model]
+    needs = site_needs(list(fitted.values()), args.gpus_per_node, args.allocation_gpus, models, args.wandb)
+    args.site_manifest.write_text(json.dumps(needs, indent=1))
+    emit("site", "backend", "nccl" if needs["device"] == "cuda" else "gloo")
+    emit("site", "cupy", int(needs["nccl"]))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python launch/preflight.py", description=__doc__.splitlines()[0])
     add_chain_arguments(parser, defaults=False)
@@ -286,6 +441,28 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="size of one checkpoint of the first stage as saved (CHECKPOINT_GB); default: from the model's config",
+    )
+    parser.add_argument(
+        "--eval-data", type=Path, default=None, help="the re-scoring and final evaluation's data (EVAL_DATA)"
+    )
+    parser.add_argument(
+        "--eval-benchmark", type=Path, action="append", default=[], help="a final evaluation's data (EVAL_BENCHMARKS)"
+    )
+    parser.add_argument(
+        "--site-manifest", type=Path, default=None, help="where to write what the site check probes (JSON)"
+    )
+    parser.add_argument(
+        "--allocation-gpus", type=int, default=0, help="the allocation's GPUs per node (0: none, CPU mode)"
+    )
+    parser.add_argument("--wandb", action="store_true", help="the runs log to wandb (WANDB_API_KEY is set)")
+    parser.add_argument(
+        "--time-limit-s", type=float, default=None, help="the job's time limit (sbatch --time), seconds"
+    )
+    parser.add_argument(
+        "--save-lead-s",
+        type=float,
+        default=None,
+        help="SAVE_BEFORE_LIMIT_S; default: one planned step + a save + 5 min",
     )
     return parser
 
@@ -311,8 +488,14 @@ def preflight(args: argparse.Namespace) -> None:
     planned = budget_overrides(args, chain, fitted, basis, rows) if args.budget_gpu_hours is not None else {}
     fitted |= {name: with_overrides(fitted[name], overrides) for name, overrides in planned.items()}
     check_cadence(chain, fitted, args.rescore_top_k)
-    report_durations(args, chain, fitted, basis, rows)
-    check_disk(args, chain, fitted, basis, rows)
+    hours = report_durations(args, chain, fitted, basis, rows)
+    report_time_limit(args, chain, fitted, basis, hours, rows)
+    check_disk(args, chain, fitted, basis, model, rows)
+    if chain.offline_filter_config:
+        report_stage0(chain, fitted, rows)
+    check_data(args, chain, fitted, model)
+    if args.site_manifest:
+        write_site_manifest(args, chain, fitted, model)
     emit("train_files", chain.stages[0], train_files)
     emit("model", chain.stages[0], model)
     for name in chain.names:
@@ -321,7 +504,7 @@ def preflight(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        preflight(build_parser().parse_args(argv))
+        preflight(build_parser().parse_intermixed_args(argv))
     except (PreflightError, UnknownModel) as stop:
         status = getattr(stop, "status", 2)
         for line in str(stop).splitlines():

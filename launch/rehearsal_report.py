@@ -45,9 +45,9 @@ from model_spec import ModelSpec, UnknownModel, resolve_model
 from omegaconf import DictConfig, OmegaConf
 
 from recipe.nouscoder.run.run_dir import read_step_metrics
+from recipe.nouscoder.training.role_memory import MEMORY_KEY
 
 FORMAT = "nouscoder-rehearsal-report/1"
-MEMORY_KEY = "nouscoder/memory/{role}_peak_gb"  # per-role peak GPU memory the trainer logs each step (GB)
 TIMING_KEYS = {
     "step_s": "timing_s/step",
     "generation_s": "timing_s/gen",

@@ -8,6 +8,10 @@
 #SBATCH --cpus-per-task=2
 #SBATCH --time=1:00:00
 #SBATCH --output=%x-%j.out
+# A job that reaches its time limit saves, requeues itself and resumes (launch/README.md "A chain longer than the time
+# limit"): requeueable, and each run of it appends to the same output file.
+#SBATCH --requeue
+#SBATCH --open-mode=append
 # Every #SBATCH line is a default: sbatch options on the command line win. Knobs: launch/stage_chain.sh and
 # launch/lib/ray_slurm.sh. Usage: [sbatch] launch/run_debug_cpu_chain.sh [hydra overrides...]
 set -euo pipefail

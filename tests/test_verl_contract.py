@@ -37,6 +37,9 @@ PINNED_VERL = "0.9.1"
 VLLM_MODULES = "verl.workers.rollout.vllm_rollout"
 """verl's modules that import vLLM: checked in the vLLM-on-CPU venv (`make test-vllm-cpu` runs this module too)."""
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
+CUPY_MODULES = ("verl.checkpoint_engine.nccl_checkpoint_engine",)
+"""verl's modules that import cupy at module level: where cupy is missing (CPU), their names are read from the source."""
+HAS_CUPY = importlib.util.find_spec("cupy") is not None
 
 
 class ContractBroken(AssertionError):
@@ -613,7 +616,7 @@ CONTRACT = [
     # The cluster path (launch/).
     Internal(
         "NCCL checkpoint engine imports cupy; checkpoint_engine/__init__ swallows the ImportError",
-        "launch/bill_of_materials.py: cupy for backend=nccl, the lookup's error read; setup.py's gpu extra",
+        "launch/bill_of_materials.py: cupy for the NCCL backends, the lookup's error read; setup.py's gpu extra",
         lambda: (
             require("import cupy as cp" in module_text("verl.checkpoint_engine.nccl_checkpoint_engine"), "no cupy"),
             require_source("verl.checkpoint_engine", 'record_import_error("nccl_checkpoint_engine", e)'),
@@ -622,6 +625,30 @@ CONTRACT = [
                 'cupy-cuda13x==14.0.1; extra == "cupy-cu130"' in (importlib.metadata.requires("verl") or []),
                 "verl's cupy-cu130 extra no longer pins cupy-cuda13x==14.0.1",
             ),
+        ),
+    ),
+    Internal(
+        "NCCL engine's buffers from cupy's pool, finalize empties torch's cache only",
+        "recipe/nouscoder/training/nccl_release.py: frees cupy's pool after finalize (unneeded once verl does)",
+        lambda: (
+            require(
+                "self.send_buf = cp.zeros(self.bucket_size, dtype=cp.uint8)"
+                in module_text("verl.checkpoint_engine.nccl_checkpoint_engine"),
+                "prepare no longer allocates rank 0's buckets through cupy",
+            ),
+            require(
+                "free_all_blocks" not in module_text("verl.checkpoint_engine.nccl_checkpoint_engine"),
+                "verl now frees cupy's pool itself: drop nccl_release.py",
+            ),
+            require_source("verl.checkpoint_engine.base:CheckpointEngineWorker.__init__", "custom_backend_module"),
+        ),
+    ),
+    Internal(
+        "workers refuse ROCR_VISIBLE_DEVICES beside CUDA_VISIBLE_DEVICES",
+        "launch/lib/ray_node.sh: unsets the ROCR_VISIBLE_DEVICES Slurm's gres/gpu exports before ray start",
+        lambda: require_source(
+            "verl.single_controller.base.worker:Worker._setup_env_cuda_visible_devices",
+            "Please don't set ROCR_VISIBLE_DEVICES when HIP/CUDA_VISIBLE_DEVICES is set.",
         ),
     ),
     Internal(
@@ -657,10 +684,32 @@ CONTRACT = [
     ),
     Internal(
         "val_before_train on every fit + the validation dump's keys",
-        "launch/stage_chain.sh: off on a resume; launch/offline_filter.py: gts and the reward's verdict per line",
+        "launch/stage_chain.sh: off on a resume; launch/offline_filter.py: the reward's verdict and problem_id per line",
         lambda: (
             require_source(f"{TRAINER_BASE}.fit", 'self.config.trainer.get("val_before_train", True)'),
             require_source(f"{TRAINER_BASE}._write_generations", '"gts": gts', "for k, v in reward_extra_infos_dict"),
+        ),
+    ),
+    Internal(
+        "_validate keeps reward_model.ground_truth, never fetches extra_info",
+        "launch/offline_filter.py prepare + recipe/nouscoder/training/stage0_reward.py: stage 0's tests in extra_info",
+        lambda: require_source(
+            f"{TRAINER_BASE}._validate",
+            'fields = ["uid", "rm_scores", "num_turns", "reward_model", "data_source", "extra_fields"]',
+            'sample_gts.extend([item.get("ground_truth", None) for item in reward_model.tolist()])',
+        ),
+    ),
+    Internal(
+        "fit: on_step_end after the step's save, the loop while global_steps <= total_training_steps",
+        "recipe/nouscoder/training/trainer.py on_step_end: the stop before the time limit saves and ends the loop",
+        lambda: (
+            require_source(f"{TRAINER_BASE}.fit", "self.global_steps <= self.total_training_steps"),
+            require(
+                0
+                < (fit := source_of(f"{TRAINER_BASE}.fit")).find("self._save_checkpoint()")
+                < fit.find("self.on_step_end()"),
+                "fit no longer saves the step before on_step_end",
+            ),
         ),
     ),
     Internal(
@@ -711,6 +760,25 @@ def test_verl_internal_is_where_we_rely_on_it(internal: Internal):
         )
 
 
+def names_defined_in(module: str) -> set[str]:
+    """The top-level names a module's source binds (classes, functions, assignments, imports), without importing it."""
+    names = set()
+    for node in ast.parse(module_text(module)).body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.With):  # verl imports cupy inside a `with patch(...)` block
+            names.update(name for inner in node.body for name in names_of_import(inner))
+    return names
+
+
+def names_of_import(node: ast.stmt) -> list[str]:
+    return [alias.asname or alias.name for alias in node.names] if isinstance(node, ast.Import | ast.ImportFrom) else []
+
+
 @pytest.mark.parametrize(
     "imported",
     [where_importable(imported, imported[0].startswith(VLLM_MODULES)) for imported in our_verl_imports()],
@@ -719,7 +787,10 @@ def test_verl_internal_is_where_we_rely_on_it(internal: Internal):
 def test_every_verl_name_we_import_resolves(imported: tuple[str, str]):
     module, name = imported
     try:
-        resolve(f"{module}:{name}")
+        if module in CUPY_MODULES and not HAS_CUPY:  # importing it needs cupy: read its source instead
+            require(name in names_defined_in(module), f"{module} no longer defines {name}")
+        else:
+            resolve(f"{module}:{name}")
         broken = None
     except ContractBroken as exc:
         broken = str(exc)

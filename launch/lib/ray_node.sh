@@ -7,6 +7,9 @@
 #   ray_node.sh stop          stop this job's Ray processes here: SIGTERM to `ray start`, SIGKILL after RAY_STOP_GRACE_S
 #   ray_node.sh sandbox-check the grader's isolation probe here (SANDBOX_CHECK_CMD [python -m reward_fns.sandbox])
 #   ray_node.sh bom-check     the job's bill of materials here (BOM_CHECK_CMD, BOM_MANIFEST: launch/bill_of_materials.py)
+#   ray_node.sh site-check    the site check's probes here (SITE_CHECK_CMD, SITE_MANIFEST: launch/site_check.py)
+#   ray_node.sh site-collective  this node's part of the all-reduce over every GPU of the job (launch/site_collective.py;
+#                             RAY_NODE_INDEX, SITE_NODES, SITE_BACKEND, SITE_CUPY, SITE_REPORT_DIR)
 #   ray_node.sh diagnostics   the Python stacks (py-spy dump) of this job's Ray processes here, and nvidia-smi
 # Parameters come from the environment (set by start_ray_cluster), never from the command line, so that
 # no srun or bash command line contains the node's Ray temp dir and `stop` matches Ray's own processes only:
@@ -40,6 +43,11 @@ start_node() {
   # Ray's workers on this node (FSDP ranks, vLLM) inherit this environment from `ray start`.
   export_training_env
   export_node_interface
+  # Slurm's gres/gpu plugin exports ROCR_VISIBLE_DEVICES beside CUDA_VISIBLE_DEVICES unless gres.conf marks the GPUs
+  # as NVIDIA's (AutoDetect=nvml or Flags=nvidia_gpu_env), and verl's workers refuse to start with both set
+  # (verl/single_controller/base/worker.py _setup_env_cuda_visible_devices): on these CUDA (or CPU) nodes only
+  # CUDA_VISIBLE_DEVICES counts.
+  [[ -z "${CUDA_VISIBLE_DEVICES:-}" ]] || unset ROCR_VISIBLE_DEVICES
   local -a args=(start --block --node-ip-address="$NODE_IP" --temp-dir="$temp_dir" --num-gpus="$GPUS_PER_NODE"
     --resources="{\"$(node_marker "$name")\": 1}" --disable-usage-stats)
   [[ -n "${RAY_NUM_CPUS:-}" ]] && args+=(--num-cpus="$RAY_NUM_CPUS")
@@ -144,6 +152,28 @@ bom_check() {
   exec "${check[@]}" --manifest "$BOM_MANIFEST" --node "$NODE_NAME"
 }
 
+site_check() {
+  local -a check
+  : "${SITE_MANIFEST:?SITE_MANIFEST, what the job needs (written by launch/preflight.py), must be set}"
+  : "${SITE_REPORT_DIR:?SITE_REPORT_DIR, where each node writes its report, must be set}"
+  read -ra check <<<"${SITE_CHECK_CMD:-python $RAY_SLURM_LIB_DIR/../site_check.py}"
+  log "node $NODE_NAME: ${check[*]} node --manifest $SITE_MANIFEST"
+  exec "${check[@]}" node --manifest "$SITE_MANIFEST" --node "$NODE_NAME" --report "$SITE_REPORT_DIR/site_$NODE_NAME.json"
+}
+
+# The all-reduce runs on the network the trainer's collectives will use: this node's interface, as Ray's workers get it.
+site_collective() {
+  local -a cupy=()
+  detect_node_network
+  export_training_env
+  export_node_interface
+  [[ "${SITE_CUPY:-0}" != 1 ]] || cupy=(--cupy)
+  log "node $NODE_NAME ($NODE_IP, $NODE_IFACE): all-reduce with ${SITE_BACKEND:?} over ${SITE_NODES:?}"
+  exec python "$RAY_SLURM_LIB_DIR/../site_collective.py" --node-rank "${RAY_NODE_INDEX:?}" --nodes "$SITE_NODES" \
+    --gpus-per-node "$GPUS_PER_NODE" --host "$NODE_IP" --rendezvous "${SITE_REPORT_DIR:?}/collective" \
+    --backend "$SITE_BACKEND" --timeout-s "${SITE_COLLECTIVE_TIMEOUT_S:-120}" "${cupy[@]}"
+}
+
 # Stacks of this job's Ray processes on this node (not other jobs' or users'), each bounded; py-spy comes with
 # ray[default] and needs ptrace permission on the processes (kernel.yama.ptrace_scope 0, or root; otherwise each
 # dump says it was refused). Then the GPUs' state.
@@ -171,6 +201,8 @@ case "${1:-}" in
   stop) stop_node ;;
   sandbox-check) sandbox_check ;;
   bom-check) bom_check ;;
+  site-check) site_check ;;
+  site-collective) site_collective ;;
   diagnostics) diagnostics ;;
-  *) die "usage: ray_node.sh start-head|start-worker|network|stop|sandbox-check|bom-check|diagnostics (got '${1:-}')" ;;
+  *) die "usage: ray_node.sh start-head|start-worker|network|stop|sandbox-check|bom-check|site-check|site-collective|diagnostics (got '${1:-}')" ;;
 esac

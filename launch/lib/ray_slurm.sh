@@ -30,6 +30,13 @@
 #                        and the job fails naming each node and its missing pieces; 0: skip [1]
 #   BOM_CHECK_CMD        the check, word-split; ray_node.sh appends --manifest BOM_MANIFEST --node NODE
 #                        [python launch/bill_of_materials.py check]
+#   SRUN_ARGS            extra arguments of every node step's srun, word-split (site conventions, launch/README.md
+#                        "Site conventions"; e.g. pyxis: "--container-image=/shared/nouscoder.sqsh
+#                        --container-mounts=/shared:/shared") []
+#   CMD_PREFIX           a prefix of every command a node step runs, word-split (e.g. Apptainer: "apptainer exec --nv
+#                        --bind /shared /shared/nouscoder.sif") []
+#   HOST_CMD_PREFIX      the same for the Python commands the batch script runs on its own host (preflight, trainer
+#                        driver, selection, ...) [CMD_PREFIX]
 #   DIAGNOSTICS_TIMEOUT_S  bound of each diagnostics command of a stalled run (py-spy, nvidia-smi, ray status) and of
 #                        each node's whole dump [60]
 #   NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, NCCL_DEBUG, TORCH_NCCL_ASYNC_ERROR_HANDLING, VLLM_USE_V1,
@@ -77,21 +84,20 @@ resolve_nodes() {
   done
 }
 
+# Sets GPUS_PER_NODE (what Ray and verl are given) and ALLOCATION_GPUS (the GPUs the job holds per node, 0 for none:
+# the site check wants that many on every node; in the CPU mode GPUS_PER_NODE counts logical slots instead).
 resolve_gpus_per_node() {
-  if [[ -z "${GPUS_PER_NODE:-}" ]]; then
-    if [[ -n "${SLURM_GPUS_ON_NODE:-}" ]]; then
-      GPUS_PER_NODE=$SLURM_GPUS_ON_NODE
-    elif [[ -n "${SLURM_GPUS_PER_NODE:-}" ]]; then
-      GPUS_PER_NODE=${SLURM_GPUS_PER_NODE##*:}
-    elif command -v nvidia-smi >/dev/null; then
-      GPUS_PER_NODE=$(nvidia-smi -L | grep -c '^GPU')
-    else
-      GPUS_PER_NODE=0
-    fi
+  local per_node=${SLURM_GPUS_PER_NODE:-}
+  if [[ -n "${SLURM_GPUS_ON_NODE:-}$per_node" ]]; then
+    ALLOCATION_GPUS=${SLURM_GPUS_ON_NODE:-${per_node##*:}}
+  elif command -v nvidia-smi >/dev/null; then
+    ALLOCATION_GPUS=$(nvidia-smi -L | grep -c '^GPU') || ALLOCATION_GPUS=0
   fi
+  ALLOCATION_GPUS=${ALLOCATION_GPUS:-0}
+  GPUS_PER_NODE=${GPUS_PER_NODE:-$ALLOCATION_GPUS}
   [[ "$GPUS_PER_NODE" =~ ^[0-9]+$ ]] || die "GPUS_PER_NODE=$GPUS_PER_NODE is not a number of GPUs."
   [[ "$GPUS_PER_NODE" -gt 0 ]] ||
-    die "no GPU on the job's nodes (Slurm gave the job none and nvidia-smi lists none): submit with --gpus-per-node=N. The CPU mode (STAGES=\"debug_cpu debug_cpu_extended\") runs on CPU-only nodes with logical device slots: GPUS_PER_NODE=2 RAY_NUM_CPUS=16."
+    die "no GPU on the job's nodes (Slurm gave the job none and nvidia-smi lists none): submit with --gpus-per-node=N or --gres=gpu:N. The CPU mode (STAGES=\"debug_cpu debug_cpu_extended\") runs on CPU-only nodes with logical device slots: GPUS_PER_NODE=2 RAY_NUM_CPUS=16."
 }
 
 # Sets NODE_IP and NODE_IFACE for this host: NETWORK_INTERFACE if given, else the default route's, else
@@ -155,20 +161,42 @@ export_training_env() {
   ulimit -n "$want"
 }
 
-# Runs `launch/lib/ray_node.sh ACTION` on NODE: through srun inside a Slurm job, directly otherwise.
+# The srun arguments that give a node step every GPU of its node, however the job asked for them: a job submitted with
+# --gres=gpu:N over the wrappers' #SBATCH --gpus-per-node inherits SLURM_GPUS_PER_NODE, which its steps would request
+# on top of the gres (Slurm 22.05: "Step requested gres_per_node=gpu:8 is more than the job's gres_per_node=gpu:4").
+# So each step asks for the node's GPUs (SLURM_GPUS_ON_NODE) as gres, which every select plugin understands, and the
+# inherited per-node and per-job GPU requests are dropped from its environment (node_step).
+node_step_gpu_args() {
+  [[ "${SLURM_GPUS_ON_NODE:-0}" =~ ^[1-9][0-9]*$ ]] && printf -- '--gres=gpu:%s' "$SLURM_GPUS_ON_NODE"
+  return 0
+}
+
+# Runs `launch/lib/ray_node.sh ACTION` on NODE: through srun inside a Slurm job (with SRUN_ARGS), directly otherwise;
+# under CMD_PREFIX either way (launch/README.md "Site conventions").
 on_node() {
   local node=$1 action=$2
+  local -a prefix srun_args
+  read -ra prefix <<<"${CMD_PREFIX:-}"
   if in_slurm_job; then
-    srun --overlap --nodes=1 --ntasks=1 --nodelist="$node" --kill-on-bad-exit=1 bash "$RAY_SLURM_LIB_DIR/ray_node.sh" "$action"
+    read -ra srun_args <<<"$(node_step_gpu_args) ${SRUN_ARGS:-}"
+    env -u SLURM_GPUS_PER_NODE -u SLURM_GPUS srun --overlap --nodes=1 --ntasks=1 --nodelist="$node" --kill-on-bad-exit=1 \
+      "${srun_args[@]}" "${prefix[@]}" bash "$RAY_SLURM_LIB_DIR/ray_node.sh" "$action"
   else
-    bash "$RAY_SLURM_LIB_DIR/ray_node.sh" "$action"
+    "${prefix[@]}" bash "$RAY_SLURM_LIB_DIR/ray_node.sh" "$action"
   fi
 }
 
+# HOST_PREFIX: the prefix of the batch script's own commands (HOST_CMD_PREFIX, default CMD_PREFIX); HOST_PYTHON their python.
+read -ra HOST_PREFIX <<<"${HOST_CMD_PREFIX-${CMD_PREFIX:-}}"
+HOST_PYTHON=("${HOST_PREFIX[@]}" python)
+
 # The per-node checks before Ray starts, all nodes and checks in parallel through srun: the grader's isolation probe
 # (SANDBOX_CHECK_CMD, exit 1 when a mechanism is missing: programs under test could escape there, and isolation=strict
-# refuses to grade) and the bill of materials (BOM_CHECK_CMD, exit 1 naming what the node cannot import or look up).
-# Fails the job naming each node and what it lacks; each check's report is in LOG_DIR/<check>_<node>.log.
+# refuses to grade), the bill of materials (BOM_CHECK_CMD, exit 1 naming what the node cannot import or look up) and the
+# site check (SITE_CHECK_CMD: driver, GPUs, CUDA, NCCL, the model's weights, the hub and wandb; launch/site_check.py).
+# Fails the job naming each node and what it lacks; each check's report is in LOG_DIR/<check>_<node>.log. Then, when
+# every node passed, the all-reduce over every GPU of the job (site_collective), and the site check's decisions
+# (HF_HUB_OFFLINE, WANDB_MODE) exported for Ray's workers.
 check_nodes() {
   local log_dir=$1 i check node message=
   local -a checks=() pids=() pid_check=() pid_node=()
@@ -181,6 +209,12 @@ check_nodes() {
     checks+=(bom)
   else
     log "WARNING: bill-of-materials check skipped (BOM_CHECK=${BOM_CHECK:-1}): a node without what the configs import fails only once the trainer reaches it"
+  fi
+  if [[ "${SITE_CHECK:-1}" == 1 && -n "${SITE_MANIFEST:-}" ]]; then
+    checks+=(site)
+    export SITE_REPORT_DIR=$log_dir
+  else
+    log "WARNING: site check skipped (SITE_CHECK=${SITE_CHECK:-1}): a node without a working driver, GPU, NCCL or the model fails only once the trainer reaches it"
   fi
   for check in "${checks[@]}"; do
     for i in "${!NODES[@]}"; do
@@ -207,8 +241,75 @@ check_nodes() {
       message+=$'\n'"$node ($log_dir/bom_$node.log):"$'\n'"$(grep '^node ' "$log_dir/bom_$node.log" | tail -n 20)"
     done
   fi
+  local decisions=
+  if [[ " ${checks[*]} " == *" site "* ]] && ! decisions=$(site_verdict "$log_dir"); then
+    [[ -z "$message" ]] || message+=$'\n'
+    message+="site check failed on node(s)${failed[site]:- (see below)}; each node's probes: $log_dir/site_<node>.log"$'\n'"$(grep -v '^WARNING' "$log_dir/site_verdict.txt")"
+  fi
   [[ -z "$message" ]] || die "$message"
   [[ ${#checks[@]} -eq 0 ]] || log "node checks passed on every node (${NODES[*]}): ${checks[*]}; reports in $log_dir/<check>_<node>.log"
+  if [[ " ${checks[*]} " == *" site "* ]]; then
+    site_collective "$log_dir"
+    export_site_decisions "$decisions"
+  fi
+}
+
+# The site check's verdict from every node's report (launch/site_check.py verdict): prints the decisions (KEY=VALUE),
+# logs its warnings, leaves errors and warnings in LOG_DIR/site_verdict.txt; fails when a node has an error.
+site_verdict() {
+  local log_dir=$1 node status=0 output
+  local -a reports=()
+  for node in "${NODES[@]}"; do
+    [[ ! -f "$log_dir/site_$node.json" ]] || reports+=("$log_dir/site_$node.json")
+  done
+  output=$("${HOST_PYTHON[@]}" "$RAY_SLURM_LIB_DIR/../site_check.py" verdict --manifest "$SITE_MANIFEST" \
+    --nodes "${NODES[*]}" "${reports[@]}" 2>"$log_dir/site_verdict.txt") || status=$?
+  grep '^WARNING' "$log_dir/site_verdict.txt" | while IFS= read -r line; do log "$line"; done
+  printf '%s\n' "$output"
+  return "$status"
+}
+
+# Exports the site check's decisions before Ray starts, so that Ray's workers inherit them: HF_HUB_OFFLINE=1 (a node
+# cannot reach the hub: the cached model is used without a request per file), WANDB_MODE=offline (a node cannot reach
+# wandb: the run logs under WANDB_DIR, synced afterwards with the command printed here and at the end of the job).
+export_site_decisions() {
+  local line key value
+  while IFS='=' read -r key value; do
+    [[ -n "$key" ]] || continue
+    case $key in
+      HF_HUB_OFFLINE)
+        export HF_HUB_OFFLINE=$value
+        log "site check: the hub is not reachable from every node: HF_HUB_OFFLINE=1 for every process of the job (the model comes from HF_HOME=${HF_HOME:-~/.cache/huggingface})" ;;
+      WANDB_MODE)
+        export WANDB_MODE=$value
+        log "site check: wandb is not reachable from every node: WANDB_MODE=offline; the runs are written under WANDB_DIR=${WANDB_DIR:-.}; $(wandb_sync_hint)" ;;
+      *) log "WARNING: site check decision $key=$value not understood" ;;
+    esac
+  done <<<"$1"
+}
+
+wandb_sync_hint() { printf 'after the job, from a machine with access: wandb sync %s/wandb/offline-run-*' "${WANDB_DIR:-.}"; }
+
+# The all-reduce over every GPU of the job (launch/site_collective.py on every node at once, through srun): fails the
+# job naming each node whose ranks did not get the right sum or did not join; logs the bus bandwidth.
+site_collective() {
+  local log_dir=$1 i node
+  local -a pids=() lost=()
+  [[ "${SITE_CHECK_SKIP:-}" != *collective* ]] || { log "site check: all-reduce skipped (SITE_CHECK_SKIP)"; return 0; }
+  rm -rf "$log_dir/collective"
+  for i in "${!NODES[@]}"; do
+    RAY_NODE_INDEX=$i SITE_NODES="${NODES[*]}" on_node "${NODES[$i]}" site-collective >"$log_dir/collective_${NODES[$i]}.log" 2>&1 &
+    pids+=("$!")
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || lost+=("${NODES[$i]}"); done
+  if [[ ${#lost[@]} -gt 0 ]]; then
+    local message="the all-reduce over every GPU of the job (${SITE_BACKEND:-?}, the trainer's collectives) failed on node(s) ${lost[*]}: check their network (NETWORK_INTERFACE, NCCL_SOCKET_IFNAME) and GPUs, or exclude them (sbatch --exclude)."
+    for node in "${lost[@]}"; do
+      message+=$'\n'"$node ($log_dir/collective_$node.log):"$'\n'"$(grep -v '^\[launch' "$log_dir/collective_$node.log" | tail -n 8)"
+    done
+    die "$message"
+  fi
+  log "site check: $(grep -h '^site_collective: node' "$log_dir/collective_${NODES[0]}.log" | sed 's/^site_collective: node [^:]*: //' | paste -sd ';')"
 }
 
 # Sets HEAD_IP and HEAD_IFACE, detected on the head node itself (the launcher may run on a login node).
@@ -224,7 +325,7 @@ detect_head_network() {
 start_ray_cluster() {
   local log_dir=$1
   mkdir -p "$log_dir"
-  export RAY_TMP=${RAY_TMP_ROOT:-/tmp}/ray_${SLURM_JOB_ID:-local$$}
+  export RAY_TMP=${RAY_TMP_ROOT:-/tmp}/ray_${SLURM_JOB_ID:-local$$}${SLURM_RESTART_COUNT:+r$SLURM_RESTART_COUNT}
   export RAY_PORT=${RAY_PORT:-6379}
   export RAY_HEAD_IP=$HEAD_IP GPUS_PER_NODE RAY_NUM_CPUS=${RAY_NUM_CPUS:-${SLURM_CPUS_ON_NODE:-}}
   export RAY_ADDRESS
@@ -260,7 +361,7 @@ fail_if_a_ray_node_exited() {
 # Polls `ray status` until the head answers (as verl's Slurm example waits before starting workers).
 wait_for_ray_head() {
   local log_dir=$1 deadline=$((SECONDS + ${RAY_WAIT_TIMEOUT_S:-600})) status
-  until status=$("${RAY_BIN:-ray}" status --address="$RAY_ADDRESS" 2>&1); do
+  until status=$("${HOST_PREFIX[@]}" "${RAY_BIN:-ray}" status --address="$RAY_ADDRESS" 2>&1); do
     fail_if_a_ray_node_exited "$log_dir"
     ((SECONDS < deadline)) ||
       die "the Ray head on ${NODES[0]} did not answer at $RAY_ADDRESS within ${RAY_WAIT_TIMEOUT_S:-600}s: ${status##*$'\n'}. See $log_dir/ray_${NODES[0]}.log."
@@ -276,7 +377,7 @@ wait_for_ray_cluster() {
   local -a missing
   while true; do
     problem=
-    status=$("${RAY_BIN:-ray}" status --address="$RAY_ADDRESS" 2>&1) || problem="; 'ray status' failed: ${status##*$'\n'}"
+    status=$("${HOST_PREFIX[@]}" "${RAY_BIN:-ray}" status --address="$RAY_ADDRESS" 2>&1) || problem="; 'ray status' failed: ${status##*$'\n'}"
     missing=()
     for node in "${NODES[@]}"; do
       awk -v m="$(node_marker "$node")" '$2 == m { found = 1 } END { exit !found }' <<<"$status" || missing+=("$node")
@@ -333,6 +434,7 @@ run_watched() {
     "$@" &
   fi
   WATCHED_PID=$!
+  WATCHED_NAME=$1
   local status=0 i
   while kill -0 "$WATCHED_PID" 2>/dev/null; do
     if [[ -n "${WATCH_STOP_FILE:-}" && -s "$WATCH_STOP_FILE" ]]; then
@@ -344,6 +446,7 @@ run_watched() {
       WATCHED_PID=
       return 124
     fi
+    request_stop_when_due
     for i in "${!RAY_STEP_PIDS[@]}"; do
       kill -0 "${RAY_STEP_PIDS[$i]}" 2>/dev/null && continue
       wait "${RAY_STEP_PIDS[$i]}" || status=$?
@@ -362,6 +465,16 @@ run_watched() {
   return "$status"
 }
 
+# With WATCH_STOP_REQUEST set, writes that file once WATCH_DEADLINE_S (bash's SECONDS) has passed or a SIGUSR1 came
+# (STOP_REQUESTED): the trainer reads it at the end of its step, saves and stops (launch/stage_chain.sh arm_stop_request).
+request_stop_when_due() {
+  [[ -n "${WATCH_STOP_REQUEST:-}" && ! -e "$WATCH_STOP_REQUEST" ]] || return 0
+  if [[ "${STOP_REQUESTED:-0}" == 1 ]] || { [[ -n "${WATCH_DEADLINE_S:-}" ]] && ((SECONDS >= WATCH_DEADLINE_S)); }; then
+    printf 'save and stop: the job ends in %ss\n' "$(( ${JOB_END_S:-SECONDS} - SECONDS ))" >"$WATCH_STOP_REQUEST"
+    log "asking '$WATCHED_NAME' to save at the end of its step and stop ($WATCH_STOP_REQUEST): the job's time limit is near"
+  fi
+}
+
 # What is cheap to collect from a stalled run, each command bounded by DIAGNOSTICS_TIMEOUT_S, into DIR: on every node
 # (in parallel, through srun) the Python stacks of this job's Ray processes (py-spy) and nvidia-smi; `ray status`; and
 # the last 200 lines of each log of this job (LOG_DIR, ray_<node>.log included).
@@ -374,7 +487,7 @@ dump_diagnostics() {
     RAY_NODE_NAME=${NODES[$i]} RAY_NODE_INDEX=$i on_node "${NODES[$i]}" diagnostics >"$dir/node_${NODES[$i]}.txt" 2>&1 &
     dumps+=("$!")
   done
-  timeout "$limit" "${RAY_BIN:-ray}" status --address="${RAY_ADDRESS:-}" >"$dir/ray_status.txt" 2>&1 || true
+  timeout "$limit" "${HOST_PREFIX[@]}" "${RAY_BIN:-ray}" status --address="${RAY_ADDRESS:-}" >"$dir/ray_status.txt" 2>&1 || true
   for file in "${LOG_DIR:-$dir}"/*.log; do
     [[ -f "$file" ]] && { printf '==> %s <==\n' "$file"; tail -n 200 "$file"; } >>"$dir/log_tails.txt"
   done
@@ -388,7 +501,8 @@ dump_diagnostics() {
   log "diagnostics written: $(cd "$dir" && echo *)"
 }
 
-# EXIT trap: stop a still-running watched command and the HELPER_PIDS, then Ray everywhere; keep the exit status.
+# EXIT trap: stop a still-running watched command and the HELPER_PIDS, then Ray everywhere; then, with REQUEUE_REASON
+# set, requeue the job (requeue_this_job); keep the exit status.
 HELPER_PIDS=()
 on_exit_stop_everything() {
   local status=$? pid
@@ -400,12 +514,26 @@ on_exit_stop_everything() {
     wait "$WATCHED_PID" 2>/dev/null || true
   fi
   stop_ray_cluster
+  [[ -z "${REQUEUE_REASON:-}" ]] || requeue_this_job || status=1
   log "exit status $status"
   exit "$status"
 }
 
+# `scontrol requeue` of this job, which runs again from the start once Slurm starts it (same id, options, arguments and
+# environment; after its requeue delay, CredExpire: 120 s by default). Refused (a site without requeue), it says how
+# to continue, and the job fails, so that a queued retry (submit_with_retries.sh) starts.
+requeue_this_job() {
+  local output
+  log "$REQUEUE_REASON: requeueing job $SLURM_JOB_ID (scontrol requeue); its next run resumes from here"
+  output=$(scontrol requeue "$SLURM_JOB_ID" 2>&1) && return 0
+  log "ERROR: 'scontrol requeue $SLURM_JOB_ID' failed ($output): resubmit the same command, or queue retries with launch/submit_with_retries.sh, to resume"
+  return 1
+}
+
+# SIGUSR1 (sbatch --signal=B:USR1@SECONDS) asks the running training stage to save and stop now (run_watched).
 arm_stop_trap() {
   trap on_exit_stop_everything EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
+  trap 'STOP_REQUESTED=1' USR1
 }

@@ -3,9 +3,15 @@
 Two nodes share this host (each slurmd with `-N NAME` and its own port, spool, pid and log file), so jobs
 can use one node or two. Everything (munge key and socket, slurm.conf, gres.conf, state, spool, logs, pid
 files) lives in one temporary directory; ports are picked free; each node has fake GPUs (gres.conf `File=`
-entries that are symlinks to /dev/null, `AutoDetect=off`). Teardown cancels the jobs, stops the daemons and kills any
-process still holding the temporary directory in its command line or environment, even when a test failed.
+entries that are symlinks to /dev/null, `AutoDetect=off`). A requeued job waits REQUEUE_DELAY_S before it runs again
+(`AuthInfo=cred_expire`; 120 s by default). Teardown cancels the jobs, stops the daemons and kills any process still
+holding the temporary directory in its command line or environment, even when a test failed.
 Needs the Debian packages slurm-wlm and munge (`make system-deps` installs them when root).
+
+What the site check looks at on a GPU node stands in at the process boundary: `stand_ins/nvidia-smi` first on PATH (the
+driver and GPUs of each node, a fault written per node, `nvidia_smi_fault`), and a Hugging Face cache (HF_HOME,
+`stand_in_hub`) holding the CPU mode's tiny Qwen2 as the configs' `Qwen/Qwen3-14B` (and MicroCoder's model), so that a job finds its model the
+way an offline cluster does, and the data check tokenizes the prompts with a real tokenizer.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ def path_with_test_bash(path: str) -> str:
 
 
 FAKE_GPUS = 2
+REQUEUE_DELAY_S = 20  # long enough for a step's credential on a loaded 2-core machine
+STAND_INS = Path(__file__).resolve().parent / "stand_ins"
+HUB_MODELS = ("Qwen/Qwen3-14B", "Qwen/Qwen3-4B-Instruct-2507")  # the configs' models the tests run, as stand-ins
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "squeue", "scancel", "srun")
 
 
@@ -79,7 +88,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket={root}/munge/munge.socket
+AuthInfo=socket={root}/munge/munge.socket,cred_expire={REQUEUE_DELAY_S}
 StateSaveLocation={root}/state
 SlurmdSpoolDir={root}/spool/%n
 SlurmctldPidFile={root}/slurmctld.pid
@@ -119,6 +128,9 @@ class LocalSlurm:
     node_name = NODE_NAMES[0]
     node_names = NODE_NAMES
     gpus = FAKE_GPUS
+    requeue_delay_s = REQUEUE_DELAY_S
+    stand_ins = STAND_INS
+    hub_models = HUB_MODELS
     free_port = staticmethod(free_port)
     processes_mentioning = staticmethod(processes_mentioning)
     path_with_test_bash = staticmethod(path_with_test_bash)
@@ -150,11 +162,11 @@ class LocalSlurm:
         raise KeyError(f"{name} not in scontrol show job {job_id}: {record}")
 
     def wait_job(self, job_id: int, timeout_s: float = 400) -> tuple[str, str]:
-        """(JobState, ExitCode) once the job has left PENDING/RUNNING/COMPLETING."""
+        """(JobState, ExitCode) once the job has left PENDING/RUNNING/COMPLETING (and a requeue's states)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             state = self.job_field(job_id, "JobState")
-            if state not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
+            if state not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_FED"):
                 return state, self.job_field(job_id, "ExitCode")
             time.sleep(2)
         self.run("scancel", str(job_id), check=False)
@@ -253,6 +265,56 @@ def local_slurm() -> Iterator[LocalSlurm]:
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(root, ignore_errors=True)
         signal.signal(signal.SIGTERM, previous_handler)
+
+
+def write_hub_snapshot(hf_home: Path, repo: str, build) -> Path:
+    """A Hugging Face cache entry of `repo` in hf_home's layout (hub/models--ORG--NAME/{refs/main, snapshots/REV/}),
+    its files written by `build(directory)`; returns the snapshot directory."""
+    revision = "0" * 40
+    entry = hf_home / "hub" / f"models--{repo.replace('/', '--')}"
+    snapshot = entry / "snapshots" / revision
+    build(snapshot)
+    (entry / "refs").mkdir(parents=True, exist_ok=True)
+    (entry / "refs" / "main").write_text(revision)
+    return snapshot
+
+
+@pytest.fixture(scope="session")
+def sample_data(tmp_path_factory) -> Path:
+    """The bundled sample's mix (28 training, 16 LiveCodeBench test problems), built once per session (~2 s)."""
+    from data_prep.build_deepcoder_mix import main as build_data
+
+    data = tmp_path_factory.mktemp("sample_mix")
+    assert build_data(["--from", "sample", "--out", str(data)]) == 0
+    return data
+
+
+@pytest.fixture(scope="session")
+def stand_in_hub(tmp_path_factory, sample_data) -> Path:
+    """HF_HOME whose cache holds the CPU mode's tiny Qwen2 (random ~1M parameters, a tokenizer trained on the bundled
+    sample, Qwen's chat markers) under the hub ids of the configs the tests run; built once per session (~10 s)."""
+    from recipe.nouscoder.cpu.tiny_model import build_tiny_model
+
+    hf_home = tmp_path_factory.mktemp("stand_in_hub") / "hf_home"
+    parquets = [sample_data / "train.parquet", sample_data / "test.parquet"]
+    built = write_hub_snapshot(hf_home, HUB_MODELS[0], lambda directory: build_tiny_model(parquets, directory))
+    for repo in HUB_MODELS[1:]:
+        write_hub_snapshot(hf_home, repo, lambda directory: shutil.copytree(built, directory))
+    return hf_home
+
+
+@pytest.fixture
+def nvidia_smi_fault(tmp_path):
+    """`nvidia_smi_fault(node, *gpu_lines)`: what stand_ins/nvidia-smi lists on `node` ("index, uuid, name, driver,
+    MiB" lines); returns the NVIDIA_SMI_STAND_IN_DIR to put in the job's environment."""
+    directory = tmp_path / "nvidia_smi"
+    directory.mkdir(exist_ok=True)
+
+    def fault(node: str, *gpus: str) -> str:
+        (directory / f"{node}.csv").write_text("".join(f"{line}\n" for line in gpus))
+        return str(directory)
+
+    return fault
 
 
 @pytest.fixture

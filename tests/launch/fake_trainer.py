@@ -16,14 +16,15 @@ the real trainer sees. It checks that trainer.nnodes x trainer.n_gpus_per_node G
   actor_rollout_ref.model.path, which peaks at step RESCORE_PEAK_STEP, not at the in-run peak (as a re-scoring at a
   longer context may); with trainer.validation_data_dir set and data.val_files a parquet, also verl's generation dump
   `<dir>/0.jsonl` (the keys of verl's `_write_generations`: input, output, gts, score, step, and the reward's
-  `verdict`), val_kwargs.n lines per row, row k's verdicts `accepted` for all when k % 3 == 0, for half when
+  `verdict`, and with stage 0's reward the row's `problem_id`), val_kwargs.n lines per row, row k's verdicts `accepted` for all when k % 3 == 0, for half when
   k % 3 == 1, for none when k % 3 == 2 (what the offline filter's stage 0 reads).
 
 Each call appends one JSON line (config name, overrides, model, resume step, steps run, the actor's wandb variables,
 trainer.logger, Ray resources, outcome) to FAKE_TRAINER_RECORD, default
 `<trainer.default_local_dir>/fake_trainer_calls.jsonl`.
 
-Environment: FAKE_TRAINER_STEPS total steps [6]; FAKE_TRAINER_FAIL_AT="STAGE:STEP" exits 1 at that step
+Environment: FAKE_TRAINER_STEPS total steps [6]; FAKE_TRAINER_SAVE_EVERY steps between saves [1] (the last step and a
+stop request save too); FAKE_TRAINER_FAIL_AT="STAGE:STEP" exits 1 at that step
 of that stage before its checkpoint is saved; FAKE_TRAINER_STALL_AT="STAGE:STEP" hangs at that step without logging
 (as a stuck collective would) while the file FAKE_TRAINER_STALL_MARKER does not exist, and writes it: the run after
 it goes on; FAKE_TRAINER_STEP_SECONDS sleep per step [0].
@@ -41,7 +42,11 @@ from pathlib import Path
 
 import torch
 
+from recipe.nouscoder.training.stop_request import acknowledge, stop_requested, verl_saves_step
+
 METRIC_KEY = "val-core/livecodebench/acc/mean@1"
+# What the launcher must get to the process where verl's trainer and wandb run (recorded per call).
+ACTOR_ENV = ("HF_HOME", "HF_HUB_OFFLINE", "WANDB_MODE", "WANDB_DIR", "WANDB_ENTITY", "NOUSCODER_STOP_REQUEST")
 RESCORE_PEAK_STEP = 2  # the validation-only score peaks here, the in-run score at (STEPS + 1) // 2
 TINY_QWEN2 = {
     "architectures": ["Qwen2ForCausalLM"],
@@ -191,20 +196,25 @@ def validate_only(checkpoint_dir: Path, model: str) -> float:
     return score
 
 
-def dump_generations(val_files: str, samples: int, dump_dir: Path) -> int:
-    """verl's validation dump of `samples` graded generations per row of the parquet `val_files`; returns the lines."""
+def dump_generations(val_files: str, samples: int, dump_dir: Path, stage0_reward: bool) -> int:
+    """verl's validation dump of `samples` graded generations per row of the parquet `val_files`, with the keys the
+    reward returns (stage 0's reward adds the row's problem id, recipe/nouscoder/training/stage0_reward.py); returns
+    the lines."""
     import pyarrow.parquet as pq
 
-    rows = pq.read_table(val_files, columns=["reward_model"]).column("reward_model").to_pylist()
+    table = pq.read_table(val_files, columns=["reward_model", "extra_info"])
+    rows = zip(table.column("reward_model").to_pylist(), table.column("extra_info").to_pylist(), strict=True)
     dump_dir.mkdir(parents=True, exist_ok=True)
     lines = []
-    for index, reward_model in enumerate(rows):
+    for index, (reward_model, extra_info) in enumerate(rows):
         passing = {0: samples, 1: samples // 2, 2: 0}[index % 3]
         for sample in range(samples):
             verdict = "accepted" if sample < passing else "wrong_answer"
-            score = 1.0 if verdict == "accepted" else -1.0
-            line = {"input": f"problem {index}", "output": "print(1)", "gts": reward_model["ground_truth"]}
-            lines.append(json.dumps({**line, "score": score, "step": 0, "verdict": verdict}) + "\n")
+            reward = {"score": 1.0 if verdict == "accepted" else -1.0, "verdict": verdict}
+            if stage0_reward:
+                reward["problem_id"] = extra_info["problem_id"]
+            line = {"input": f"problem {index}", "output": "print(1)", "gts": reward_model["ground_truth"], "step": 0}
+            lines.append(json.dumps({**line, **reward}) + "\n")
     (dump_dir / "0.jsonl").write_text("".join(lines))
     return len(lines)
 
@@ -221,8 +231,10 @@ def stall_once(config_name: str, step: int) -> None:
 
 
 def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict) -> None:
-    """Train (pretend) from the resume step to FAKE_TRAINER_STEPS; fills `record`."""
+    """Train (pretend) from the resume step to FAKE_TRAINER_STEPS, saving every FAKE_TRAINER_SAVE_EVERY steps and the
+    last, and, as the recipe's trainer does, at the launcher's stop request (stop_request.py); fills `record`."""
     total = int(os.environ.get("FAKE_TRAINER_STEPS", "6"))
+    save_every = int(os.environ.get("FAKE_TRAINER_SAVE_EVERY", "1"))
     start = resume_step(checkpoint_dir, resume_mode)
     record["resumed_from"] = start
     fail_stage, _, fail_step = os.environ.get("FAKE_TRAINER_FAIL_AT", "").partition(":")
@@ -236,13 +248,21 @@ def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict
             record["outcome"] = f"failed at step {step}"
             print(f"fake_trainer: failing at step {step} as FAKE_TRAINER_FAIL_AT asks", file=sys.stderr)
             return
-        save_checkpoint(checkpoint_dir, step)
+        request = stop_requested()
+        saved = verl_saves_step(step, total, save_every) or request is not None
+        if saved:
+            save_checkpoint(checkpoint_dir, step)
         score = validation_score(step, total)
         # verl's step timer and the actor update's, which the watchdog's pace check reads
         timing = {"timing_s/step": time.monotonic() - began, "timing_s/update_actor": 0.0}
         log_metrics(checkpoint_dir, step, {"actor/pg_loss": 0.0, METRIC_KEY: score, **timing})
         record["steps"].append(step)
-        print(f"fake_trainer: step {step}/{total} saved, {METRIC_KEY} = {score}")
+        print(f"fake_trainer: step {step}/{total}{' saved' if saved else ''}, {METRIC_KEY} = {score}", flush=True)
+        if request is not None:
+            acknowledge(request, step)
+            record["outcome"] = f"stopped at step {step} by {request.name}"
+            print(f"fake_trainer: stop request: saved step {step} and stopping", flush=True)
+            return
 
 
 class FakeTaskRunner:
@@ -258,6 +278,8 @@ class FakeTaskRunner:
             "model": str(config.actor_rollout_ref.model.path),
             "wandb_run_id": os.environ.get("WANDB_RUN_ID"),
             "wandb_resume": os.environ.get("WANDB_RESUME"),
+            "env": {name: os.environ.get(name) for name in ACTOR_ENV},
+            "project_name": str(config.trainer.project_name),
             "logger": list(config.trainer.logger),
             "ray": ray_resources(config.trainer.nnodes * config.trainer.n_gpus_per_node),
             "resumed_from": 0,
@@ -275,13 +297,15 @@ class FakeTaskRunner:
                 and Path(val_files).stat().st_size
             ):
                 samples = int(config.actor_rollout_ref.rollout.val_kwargs.n)
-                record["generations"] = dump_generations(val_files, samples, Path(dump_dir))
+                stage0 = str(config.reward.custom_reward_function.path).endswith("stage0_reward")
+                record["generations"] = dump_generations(val_files, samples, Path(dump_dir), stage0)
+                record["dump_bytes"] = (Path(dump_dir) / "0.jsonl").stat().st_size
         else:
             train(config_name, config.trainer.resume_mode, checkpoint_dir, record)
         record_file = Path(os.environ.get("FAKE_TRAINER_RECORD", checkpoint_dir / "fake_trainer_calls.jsonl"))
         with record_file.open("a") as handle:
             handle.write(json.dumps(record) + "\n")
-        if record["outcome"] != "finished":
+        if record["outcome"] != "finished" and not record["outcome"].startswith("stopped"):
             raise RuntimeError(f"fake_trainer: {record['outcome']}")
 
 

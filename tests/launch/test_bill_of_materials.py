@@ -21,7 +21,8 @@ import pytest
 
 from recipe.nouscoder.configs import compose_experiment
 
-NCCL_KEY = "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl"
+NCCL_KEY = "actor_rollout_ref.rollout.checkpoint_engine.backend=nouscoder_nccl"
+ENGINE_MODULE = "recipe.nouscoder.training.nccl_release"
 
 
 def parts_of(name: str, *overrides: str) -> dict[str, bom.Part]:
@@ -34,7 +35,8 @@ def test_the_nouscoder_config_needs_vllm_cupy_and_flash_attn_at_verls_pins():
     assert (cupy.module, cupy.distribution, cupy.pin, cupy.selected_by) == ("cupy", "cupy-cuda13x", "14.0.1", NCCL_KEY)
     assert (parts["vLLM"].distribution, parts["vLLM"].pin) == ("vllm", "0.24.0")
     assert (parts["flash-attn"].module, parts["flash-attn"].pin) == ("flash_attn", "2.8.3")
-    assert parts["checkpoint engine nccl"].lookup == ("checkpoint_engine", "nccl")
+    assert parts["checkpoint engine nouscoder_nccl"].lookup == ("checkpoint_engine", "nouscoder_nccl")
+    assert parts["checkpoint-engine module"].module == ENGINE_MODULE  # imported before the lookup, as verl does
     assert parts["rollout backend vllm"].lookup == ("rollout", "vllm:async")
     assert parts["trainer nouscoder_separate_async"].lookup == ("trainer", "nouscoder_separate_async")
     assert parts["policy loss dapo"].lookup == ("policy_loss", "dapo")
@@ -59,12 +61,14 @@ def test_the_gpu_config_names_what_this_cpu_machine_lacks():
         "vLLM",
         "flash-attn",
         "rollout backend vllm",
-        "checkpoint engine nccl",
+        "checkpoint-engine module",
+        "checkpoint engine nouscoder_nccl",
     }
     assert problems["cupy (verl's NCCL weight sync)"] == "ModuleNotFoundError: No module named 'cupy'"
+    assert problems["checkpoint-engine module"] == "ModuleNotFoundError: No module named 'cupy'"
     # verl's registry swallowed the ImportError at import; its lookup names the backend and the module that failed
-    assert "Checkpoint engine nccl not registered" in problems["checkpoint engine nccl"]
-    assert "nccl_checkpoint_engine: No module named 'cupy'" in problems["checkpoint engine nccl"]
+    assert "Checkpoint engine nouscoder_nccl not registered" in problems["checkpoint engine nouscoder_nccl"]
+    assert "nccl_checkpoint_engine: No module named 'cupy'" in problems["checkpoint engine nouscoder_nccl"]
     lines = bom.report(bom.check(entries), "node7")
     assert (
         f"node node7: cupy (verl's NCCL weight sync) (cupy-cuda13x==14.0.1), needed by {NCCL_KEY} in dapo_32k, "
@@ -99,5 +103,5 @@ def test_the_setup_gpu_check_passes_for_the_cpu_mode_and_exits_1_naming_the_gpu_
     assert "bill_of_materials: node here has all 11 parts" in complete.stdout
     incomplete = subprocess.run([*script, "dapo_32k"], capture_output=True, text=True, timeout=300)
     assert incomplete.returncode == 1
-    assert "bill_of_materials: 5 of 13 parts missing on node here:" in incomplete.stderr
+    assert "bill_of_materials: 6 of 14 parts missing on node here:" in incomplete.stderr
     assert "[missing] vLLM (vllm==0.24.0), needed by actor_rollout_ref.rollout.name=vllm" in incomplete.stdout

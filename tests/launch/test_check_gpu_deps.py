@@ -36,7 +36,7 @@ def test_the_old_extra_fails_naming_cupy_and_the_verl_extra_that_pins_it(tmp_pat
     (problem,) = [line for line in message.splitlines() if line.startswith("  - ")]
     assert problem.startswith(
         "  - cupy-cuda13x is not in the resolution (cupy (verl's NCCL weight sync), needed by "
-        "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl in dapo_32k, dapo_32k_multi_turn, dapo_40k, "
+        "actor_rollout_ref.rollout.checkpoint_engine.backend=nouscoder_nccl in dapo_32k, dapo_32k_multi_turn, dapo_40k, "
     )
     assert problem.endswith("; verl's extra `cupy-cu130` pins it")
 

@@ -39,9 +39,7 @@ def test_the_chain_peaks_while_the_40k_stage_selects_beside_the_32k_remains():
     assert disk_plan.gb(need) == "2,315 GB"
 
 
-def test_stage_0s_generations_and_the_free_space_of_a_path_not_created_yet(tmp_path):
-    config = compose("offline_filter", [])
-    assert disk_plan.generations_bytes(config, 24_000, 0.5) == pytest.approx(24_000 * 8 * 8192 * 4)  # 6.3 GB of text
+def test_the_free_space_of_a_path_not_created_yet(tmp_path):
     assert disk_plan.free_bytes(tmp_path / "not" / "yet") == disk_plan.free_bytes(tmp_path)
     (tmp_path / "held").write_bytes(b"x" * 10_000)
     assert disk_plan.used_bytes(tmp_path) >= 10_000 and disk_plan.used_bytes(tmp_path / "none") == 0

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from data_prep.build_deepcoder_mix import main as build_data
-
 REPO = Path(__file__).resolve().parents[2]
 TINY_MODEL_CONFIG = REPO / "tests" / "launch" / "data" / "tiny_qwen3" / "config.json"  # the preflight's facts
+STAND_INS = REPO / "tests" / "launch" / "stand_ins"
 
 pytestmark = pytest.mark.integration  # a real Slurm / Ray cluster and the stage chain end to end
 
@@ -28,9 +27,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_processes, test_bash_path):
+def test_microcoder_wrapper_runs_on_one_machine_without_slurm(
+    tmp_path, find_processes, test_bash_path, stand_in_hub, sample_data
+):
+    """The site check runs here too: the driver and GPUs from stand_ins/nvidia-smi (two GPUs, the job uses one), the
+    model from the stand-in hub cache; its probes that need a CUDA torch and cupy, and the all-reduce, are skipped."""
     ray_root = Path(tempfile.mkdtemp(prefix="rl", dir="/tmp"))  # short: Ray's socket paths live under it
-    assert build_data(["--from", "sample", "--out", str(tmp_path / "mix")]) == 0  # the evaluation's data (~2 s)
     ports = " ".join(
         f"--{name}={free_port()}"
         for name in (
@@ -45,9 +47,12 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
     env = {key: value for key, value in os.environ.items() if not key.startswith("SLURM")}
     env.update(
         {
-            "PATH": test_bash_path(f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
+            "PATH": test_bash_path(f"{STAND_INS}:{Path(sys.executable).parent}:{os.environ['PATH']}"),
             "NNODES": "1",
             "GPUS_PER_NODE": "1",
+            "HF_HOME": str(stand_in_hub),
+            "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}",
+            "SITE_CHECK_SKIP": "torch_cuda nccl collective",
             "TRAINER_CMD": f"python {REPO / 'tests' / 'launch' / 'fake_trainer.py'}",
             "SELECT_ARGS": "--no-merge",
             "OUTPUT_ROOT": str(tmp_path / "outputs"),
@@ -57,7 +62,7 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
             "RAY_WAIT_POLL_S": "2",
             "RAY_WAIT_TIMEOUT_S": "240",
             "FAKE_TRAINER_STEPS": "4",
-            "EVAL_DATA": str(tmp_path / "mix" / "test.parquet"),
+            "EVAL_DATA": str(sample_data / "test.parquet"),
             "WATCH_POLL_S": "0.5",
             "BOM_CHECK": "0",  # microcoder_4k needs vLLM and flash-attn, which this CPU machine lacks
             "MODEL_CONFIG": str(TINY_MODEL_CONFIG),  # a 4B model's memory fits no fake GPU
@@ -71,7 +76,8 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(tmp_path, find_pro
         [
             os.environ.get("LAUNCH_TEST_BASH", "bash"),
             str(REPO / "launch" / "run_microcoder_4k.sh"),
-            "data.train_files=data/deepcoder_mix/train.parquet",
+            f"data.train_files={sample_data / 'train.parquet'}",
+            f"data.val_files={sample_data / 'test.parquet'}",
         ],
         cwd=tmp_path,
         env=env,

@@ -6,9 +6,13 @@ Configs are composed once per test session (tests/launch/conftest.py).
 
 from __future__ import annotations
 
+import math
+import re
 import shutil
 
 import preflight
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import run_plan
 
@@ -33,14 +37,41 @@ NOUSCODER = [
 DEEPCODER = ["--gpus-per-node", "8", "--stages", "deepcoder_16k deepcoder_32k", "--eval-config", "eval_lcb_v5_64k"]
 
 
+def rows_parquet(path, rows: int):
+    """A parquet of `rows` rows with the columns every run reads (launch/data_check.py), and nothing else."""
+    table = pa.table(
+        {
+            "prompt": [[{"role": "user", "content": f"problem {index}"}] for index in range(rows)],
+            "data_source": ["livecodebench"] * rows,
+            "reward_model": [{"style": "rule", "ground_truth": "{}"}] * rows,
+            "extra_info": [{"problem_id": f"p{index}"} for index in range(rows)],
+        }
+    )
+    pq.write_table(table, path)
+    return path
+
+
+def data_args(tmp_path) -> list[str]:
+    """The data the chain's runs read: as many training problems as the plan assumes (its stage 0 cost) and a
+    LiveCodeBench-sized test split; a checkpoint size the test's disk holds (the model is not on this machine)."""
+    train, test = tmp_path / "train.parquet", tmp_path / "test.parquet"
+    if not train.exists():
+        rows_parquet(train, run_plan.TRAIN_PROBLEMS)
+        rows_parquet(test, run_plan.LCB_V6_PROBLEMS)
+    return ["--eval-data", str(test), "--checkpoint-gb", "0.001", f"data.train_files={train}", f"data.val_files={test}"]
+
+
 def run(tmp_path, capsys, *argv: str, status: int | None = None) -> tuple[dict[tuple[str, str], str], str]:
-    """preflight.main with the job's files under tmp_path (a tiny checkpoint, so that the disk fits anywhere)."""
+    """preflight.main with the job's files under tmp_path (data with the columns every run reads, a tiny checkpoint,
+    so that the disk fits anywhere)."""
     files = ["--manifest", str(tmp_path / "bom.json"), "--output-root", str(tmp_path), "--run-dir", str(tmp_path / "r")]
+    given = {item.split("=", 1)[0] for item in argv if "=" in item}
+    files += [item for item in data_args(tmp_path) if item.split("=", 1)[0] not in given]
     if status is None:
-        preflight.main([*argv, *files, "--checkpoint-gb", "0.001"])
+        preflight.main([*argv, *files])
     else:
         with pytest.raises(SystemExit) as exit_info:
-            preflight.main([*argv, *files, "--checkpoint-gb", "0.001"])
+            preflight.main([*argv, *files])
         assert exit_info.value.code == status
     captured = capsys.readouterr()
     lines = {(kind, name): value for kind, name, value in (line.split("\t") for line in captured.out.splitlines())}
@@ -59,7 +90,7 @@ def test_a_budget_plans_each_stage_and_the_watchdog_gets_its_facts(tmp_path, cap
     assert out[("overrides", "eval_lcb_80k")] == "trainer.nnodes=6 trainer.n_gpus_per_node=8"  # YaRN as derived
     assert int(out[("expected_s", "offline_filter")]) == pytest.approx(expected.fixed_s["offline filter"], abs=1)
     assert out[("model", "dapo_32k")] == "Qwen/Qwen3-14B"
-    assert out[("train_files", "dapo_32k")] == "data/deepcoder_mix/train.parquet"
+    assert out[("train_files", "dapo_32k")] == str(tmp_path / "train.parquet")
     assert (tmp_path / "bom.json").is_file()
     assert "(Qwen/Qwen3-14B on H100 SXM 80 GB" in err
     assert "eval_lcb_80k: 81,920 tokens: YaRN factor 2.5 over Qwen/Qwen3-14B's 32,768 native positions" in err
@@ -86,7 +117,8 @@ def test_an_unknown_stage_is_one_line_naming_the_closest(tmp_path, capsys):
 def test_a_bad_override_and_overrides_for_a_config_the_job_does_not_run_are_one_line(tmp_path, capsys):
     base = ["--nodes", "6", "--gpus-per-node", "8", "--stages", "dapo_32k"]
     _, err = run(tmp_path, capsys, *base, "context=99k", status=2)
-    assert "preflight: ERROR: dapo_32k with overrides context=99k: " in err and "Traceback" not in err
+    assert "preflight: ERROR: dapo_32k with overrides context=99k " in err and "Traceback" not in err
+    assert "In 'dapo_32k': Could not find 'context/99k'" in err
     _, err = run(tmp_path, capsys, *base, "--config-overrides", "dapo_40k=context=24k", status=2)
     assert "overrides for dapo_40k, which this job does not run (its configs: dapo_32k)" in err
 
@@ -165,3 +197,28 @@ def test_a_user_config_directory_is_honoured(tmp_path, capsys, monkeypatch):
     args = ["--nodes", "6", "--gpus-per-node", "8", "--stages", "dapo_16k", "--config-dir", str(mine)]
     out, err = run(tmp_path, capsys, *args)
     assert out[("steps", "dapo_16k")] == "150" and "dapo_16k (nouscoder_separate_async) on 6 x 8 GPUs" in err
+
+
+def test_the_time_limit_gives_each_stage_its_save_lead_and_says_how_many_jobs_the_chain_takes(tmp_path, capsys):
+    """48-hour jobs for the NousCoder chain as configured: each training stage is asked to save one planned step, one
+    validation and one save (+ 5 min) before the limit, and the plan's hours need more than one job."""
+    out, err = run(tmp_path, capsys, *NOUSCODER, "--time-limit-s", str(48 * 3600))
+    chain = run_plan.default_chain()
+    for cost in chain.stages:
+        assert int(out[("save_lead_s", cost.name)]) == math.ceil(cost.step_s + cost.validation_s + cost.save_s + 300)
+    line = next(line for line in err.splitlines() if "time limit: the plan's" in line)
+    hours, usable, jobs = re.search(
+        r"~([\d.]+) h against --time=48.0 h \(([\d.]+) h of it usable.*: (\d+) job\(s\)", line
+    ).groups()
+    longest_lead = max(cost.step_s + cost.validation_s + cost.save_s + 300 for cost in chain.stages)
+    assert float(usable) == pytest.approx((48 * 3600 - 900 - longest_lead) / 3600, abs=0.05)
+    assert int(jobs) == math.ceil(float(hours) / float(usable)) >= 2
+
+
+def test_data_without_the_columns_a_run_reads_stops_the_job_naming_the_file(tmp_path, capsys):
+    train = tmp_path / "without_ground_truths.parquet"
+    pq.write_table(pa.table({"prompt": [[{"role": "user", "content": "x"}]], "data_source": ["s"]}), train)
+    _, err = run(tmp_path, capsys, *NOUSCODER, f"data.train_files={train}", status=2)
+    assert (
+        f"preflight: ERROR: data: data.train_files={train} (dapo_32k) lacks reward_model, extra_info: write it" in err
+    )

@@ -27,7 +27,6 @@ import pytest
 from safetensors.torch import load_file
 
 from data_prep.build_benchmarks import main as build_benchmarks
-from data_prep.build_deepcoder_mix import main as build_data
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,23 +73,23 @@ def port_flags(free_port, names: tuple[str, ...]) -> str:
     return " ".join(f"--{name}={free_port()}" for name in names)
 
 
-@pytest.fixture(scope="module")
-def sample_mix(tmp_path_factory) -> Path:
-    """The bundled sample's mix (28 training, 16 LiveCodeBench test problems), built once for the module (~2 s)."""
-    data = tmp_path_factory.mktemp("sample_mix")
-    assert build_data(["--from", "sample", "--out", str(data)]) == 0
-    return data
+def data_overrides(data: Path) -> tuple[str, str]:
+    """Every stage's data: the bundled sample's training problems and its LiveCodeBench test split."""
+    return f"data.train_files={data / 'train.parquet'}", f"data.val_files={data / 'test.parquet'}"
 
 
-def launch_env(local_slurm, work: Path, ray_root: Path, **extra: str) -> dict[str, str]:
+def launch_env(local_slurm, work: Path, ray_root: Path, hub: Path, data: Path, **extra: str) -> dict[str, str]:
     """The launcher's environment for the tests. The node check of the bill of materials is off: the dapo and
     microcoder configs need vLLM, cupy and flash-attn, which this CPU machine lacks (the check runs in
-    test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_it); so is stage 0 (OFFLINE_FILTER=
-    none), which needs a real training parquet (the chain test gives one). The preflight plans for a tiny model
-    (MODEL_CONFIG) on the fake GPUs."""
-    (work / "lcb_test.parquet").touch()
+    test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_it); so are the site check's probes
+    that need a CUDA torch and cupy, and its NCCL all-reduce (SITE_CHECK_SKIP; the CPU mode's jobs all-reduce over gloo);
+    so is stage 0 (OFFLINE_FILTER=none), which the chain test turns on. The nodes' driver and GPUs are
+    stand_ins/nvidia-smi's, the model is in the stand-in hub cache (HF_HOME), and neither the hub nor wandb answers (a
+    closed local port): an offline cluster. The preflight plans for a tiny model (MODEL_CONFIG) on the fake GPUs."""
     env = {
-        "PATH": local_slurm.path_with_test_bash(f"{Path(sys.executable).parent}:{os.environ['PATH']}"),
+        "PATH": local_slurm.path_with_test_bash(
+            f"{local_slurm.stand_ins}:{Path(sys.executable).parent}:{os.environ['PATH']}"
+        ),
         "TRAINER_CMD": f"python {REPO / 'tests' / 'launch' / 'fake_trainer.py'}",
         "OUTPUT_ROOT": str(work / "outputs"),
         "RAY_TMP_ROOT": str(ray_root),
@@ -110,10 +109,15 @@ def launch_env(local_slurm, work: Path, ray_root: Path, **extra: str) -> dict[st
         "PRUNE_EVERY_S": "1",
         "FAKE_TRAINER_STEPS": str(STEPS),
         "FAKE_TRAINER_STEP_SECONDS": "0.2",
-        "EVAL_DATA": str(work / "lcb_test.parquet"),
+        "EVAL_DATA": str(data / "test.parquet"),
         "OFFLINE_FILTER": "none",
         "BOM_CHECK": "0",
         "MODEL_CONFIG": str(TINY_MODEL_CONFIG),
+        "SITE_CHECK_SKIP": "torch_cuda nccl collective",
+        "SAVE_BEFORE_LIMIT_S": "60",  # the stand-in's steps take a fraction of a second, the plan's 14B steps minutes
+        "HF_HOME": str(hub),
+        "HF_ENDPOINT": f"http://127.0.0.1:{local_slurm.free_port()}",
+        "WANDB_BASE_URL": f"http://127.0.0.1:{local_slurm.free_port()}",
     }
     env.update(extra)
     return env
@@ -130,8 +134,10 @@ def job_processes(local_slurm, job_id: int) -> list[int]:
     return local_slurm.processes_mentioning(f"SLURM_JOB_ID={job_id}\0", str(local_slurm.root))
 
 
-def sbatch_chain(local_slurm, work: Path, env: dict[str, str], layout: tuple[str, ...] = DAPO_ON_ONE_NODE) -> int:
-    """sbatch the DAPO chain at 1 node x 2 fake GPUs, overrides on the command line; returns the job id."""
+def sbatch_chain(
+    local_slurm, work: Path, env: dict[str, str], data: Path, layout: tuple[str, ...] = DAPO_ON_ONE_NODE
+) -> int:
+    """sbatch the DAPO chain at 1 node x 2 fake GPUs on `data`, overrides on the command line; returns the job id."""
     return local_slurm.sbatch(
         "--nodes=1",
         f"--nodelist={local_slurm.node_name}",
@@ -140,14 +146,15 @@ def sbatch_chain(local_slurm, work: Path, env: dict[str, str], layout: tuple[str
         f"--output={work}/job-%j.out",
         str(REPO / "launch" / "run_dapo_32k_to_40k.sh"),
         *layout,
+        *data_overrides(data),
         env=env,
         cwd=work,
     )
 
 
-def submit(local_slurm, work: Path, env: dict[str, str]) -> tuple[int, str, str, str]:
+def submit(local_slurm, work: Path, env: dict[str, str], data: Path) -> tuple[int, str, str, str]:
     """sbatch_chain and wait; returns (job id, state, exit code, output)."""
-    job_id = sbatch_chain(local_slurm, work, env)
+    job_id = sbatch_chain(local_slurm, work, env, data)
     state, exit_code = local_slurm.wait_job(job_id)
     return job_id, state, exit_code, (work / f"job-{job_id}.out").read_text()
 
@@ -192,17 +199,18 @@ def optimizer_shards(checkpoint_dir: Path) -> dict[int, bool]:
     }
 
 
-def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tmp_path, sample_mix):
+def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tmp_path, sample_data, stand_in_hub):
     ray_root = local_slurm.root / "ray"
     ray_root.mkdir()
     run_dir = tmp_path / "outputs" / "dapo_32k_to_40k"
     stage1, stage2 = run_dir / "dapo_32k", run_dir / "dapo_40k"
-    train = sample_mix / "train.parquet"
+    train = sample_data / "train.parquet"
     env = launch_env(
         local_slurm,
         tmp_path,
         ray_root,
-        EVAL_DATA=str(sample_mix / "test.parquet"),
+        stand_in_hub,
+        sample_data,
         FAKE_TRAINER_STALL_AT="dapo_40k:3",
         FAKE_TRAINER_STALL_MARKER=str(tmp_path / "stalled_once"),
         STALL_FIRST_STEP_S="300",
@@ -216,12 +224,12 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     assert (
         build_benchmarks(["--from", "sample", "--benchmarks", "humanevalplus", "--out", str(tmp_path / "bench")]) == 0
     )
-    eval_data = {"lcb_v6": sample_mix / "test.parquet", "humanevalplus": tmp_path / "bench" / "humanevalplus.parquet"}
+    eval_data = {"lcb_v6": sample_data / "test.parquet", "humanevalplus": tmp_path / "bench" / "humanevalplus.parquet"}
     env["EVAL_BENCHMARKS"] = " ".join(f"{name}={path}" for name, path in eval_data.items())
     # The stages' length and cadence as the stand-in runs them (it saves and validates every step): the watchdog
     # leaves a run once its last step is logged; the preflight wants RESCORE_TOP_K validated checkpoints.
     overrides = (
-        f"data.train_files={train}",
+        *data_overrides(sample_data),
         f"trainer.total_training_steps={STEPS}",
         "trainer.save_freq=1",
         "trainer.test_freq=1",
@@ -265,7 +273,7 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     for step, (call,) in rescored.items():
         assert call["config_name"] == "eval_lcb_40k" and call["model"] == str(rescore / f"global_step_{step}" / "model")
         assert call["overrides"]["trainer.nnodes"] == "1" and call["overrides"]["trainer.n_gpus_per_node"] == "2"
-        assert call["overrides"]["data.val_files"] == str(sample_mix / "test.parquet")
+        assert call["overrides"]["data.val_files"] == str(sample_data / "test.parquet")
     assert rescored[RESCORED_BEST_STEP][0]["score"] > rescored[BEST_STEP][0]["score"]
     best1 = Path((stage1 / "best_model").read_text().strip())
     assert best1 == rescore / f"global_step_{RESCORED_BEST_STEP}" / "model"
@@ -362,7 +370,8 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     assert (state, local_slurm.job_field(job3, "Reason")) == ("CANCELLED", "DependencyNeverSatisfied")
     assert not (tmp_path / f"job-{job3}.out").exists()
     # A third submission finds the run complete and leaves before starting Ray.
-    _, state, _, output = submit(local_slurm, tmp_path, launch_env(local_slurm, tmp_path, ray_root))
+    env = launch_env(local_slurm, tmp_path, ray_root, stand_in_hub, sample_data)
+    _, state, _, output = submit(local_slurm, tmp_path, env, sample_data)
     assert state == "COMPLETED" and "is complete already: nothing to do" in output and "starting Ray" not in output
     # Retention: the best-scoring checkpoints (the re-scored candidates in stage 1) and the newest KEEP_LAST survive;
     # of stage 2's, only the selected one keeps its optimizer shards.
@@ -373,11 +382,14 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     assert optimizer_shards(stage2 / "checkpoints") == {step: step == BEST_STEP for step in newest | {BEST_STEP}}
 
 
-def test_a_layout_that_does_not_fit_the_allocation_is_rejected_before_ray_starts(local_slurm, tmp_path):
+def test_a_layout_that_does_not_fit_the_allocation_is_rejected_before_ray_starts(
+    local_slurm, tmp_path, sample_data, stand_in_hub
+):
     ray_root = local_slurm.root / "ray_layout"
     ray_root.mkdir()
     # dapo_32k as configured wants 2 + 4 nodes x 8 GPUs; the job has 1 node x 2 GPUs.
-    job_id = sbatch_chain(local_slurm, tmp_path, launch_env(local_slurm, tmp_path, ray_root), layout=())
+    env = launch_env(local_slurm, tmp_path, ray_root, stand_in_hub, sample_data)
+    job_id = sbatch_chain(local_slurm, tmp_path, env, sample_data, layout=())
     state, _ = local_slurm.wait_job(job_id)
     output = (tmp_path / f"job-{job_id}.out").read_text()
     assert state == "FAILED", output
@@ -392,12 +404,11 @@ def test_a_layout_that_does_not_fit_the_allocation_is_rejected_before_ray_starts
     assert "the preflight failed" in output and "starting Ray" not in output
 
 
-def test_cancelled_job_stops_the_trainer_and_ray(local_slurm, tmp_path):
+def test_cancelled_job_stops_the_trainer_and_ray(local_slurm, tmp_path, sample_data, stand_in_hub):
     ray_root = local_slurm.root / "ray_cancel"
     ray_root.mkdir()
-    job_id = sbatch_chain(
-        local_slurm, tmp_path, launch_env(local_slurm, tmp_path, ray_root, FAKE_TRAINER_STEP_SECONDS="120")
-    )
+    env = launch_env(local_slurm, tmp_path, ray_root, stand_in_hub, sample_data, FAKE_TRAINER_STEP_SECONDS="120")
+    job_id = sbatch_chain(local_slurm, tmp_path, env, sample_data)
     output_file = tmp_path / f"job-{job_id}.out"
     deadline = time.monotonic() + 300
     while "fake_trainer: config dapo_32k" not in (output_file.read_text() if output_file.exists() else ""):
@@ -413,52 +424,104 @@ def test_cancelled_job_stops_the_trainer_and_ray(local_slurm, tmp_path):
     assert job_processes(local_slurm, job_id) == [], "trainer or other job processes left after scancel"
 
 
-def test_two_node_job_joins_both_nodes_and_stops_ray_on_each(local_slurm, tmp_path):
-    """Head on the batch host, a worker joining it through srun on the other node; both stopped at the end."""
+RECORDER = """#!/usr/bin/env bash
+# A stand-in site command prefix (CMD_PREFIX): records where it ran and what, then runs it.
+printf '%s|%s|%s\n' "${SLURMD_NODENAME:-?}" "${SITE_STEP_MARK:-host}" "$*" >> RECORD
+exec "$@"
+"""
+
+
+def recorded_calls(record: Path) -> list[tuple[str, str, str]]:
+    return [tuple(line.split("|", 2)) for line in record.read_text().splitlines()]
+
+
+def test_two_node_job_under_site_conventions_joins_both_nodes_and_stops_ray_on_each(
+    local_slurm, tmp_path, sample_data, stand_in_hub
+):
+    """Head on the batch host, a worker joining it through srun on the other node; both stopped at the end. The job
+    asks for its GPUs with --gres (over the wrapper's #SBATCH --gpus-per-node=8), runs every command under a stand-in
+    CMD_PREFIX that records each call, and every node step with SRUN_ARGS; the site check passes on both nodes, finds
+    neither the hub nor wandb reachable, and its decisions (HF_HUB_OFFLINE, WANDB_MODE=offline) and the model's cache
+    (HF_HOME) reach the process where verl's trainer runs, as does the wandb project from WANDB_PROJECT."""
     ray_root = local_slurm.root / "ray_2n"
     ray_root.mkdir()
+    record = tmp_path / "prefix_calls.txt"
+    prefix = tmp_path / "record_prefix.sh"
+    prefix.write_text(RECORDER.replace("RECORD", str(record)))
     env = launch_env(
         local_slurm,
         tmp_path,
         ray_root,
+        stand_in_hub,
+        sample_data,
         SELECT_ARGS="--no-merge",
         RUN_EVAL="0",
         FAKE_TRAINER_STEPS="2",
+        CMD_PREFIX=f"bash {prefix}",
+        SRUN_ARGS="--export=ALL,SITE_STEP_MARK=srun-args",
+        WANDB_PROJECT="site-test-project",
     )
     job_id, state, exit_code, output = local_slurm.run_job(
         "--nodes=2",
-        f"--gpus-per-node={local_slurm.gpus}",
+        f"--gres=gpu:{local_slurm.gpus}",
         "--time=15",
         str(REPO / "launch" / "run_microcoder_4k.sh"),
-        "data.train_files=data/deepcoder_mix/train.parquet",  # required by microcoder_4k; the layout is derived
+        *data_overrides(sample_data),  # microcoder_4k requires data.train_files; the layout is derived
         env=env,
         cwd=tmp_path,
     )
     assert (state, exit_code) == ("COMPLETED", "0:0"), output
     head, worker = local_slurm.node_names
-    assert f"node checks passed on every node ({head} {worker}): sandbox" in output, output
+    assert f"node checks passed on every node ({head} {worker}): sandbox site" in output, output
     assert re.search(rf"Ray cluster ready at \S+: 2 node\(s\) \({head} {worker}\), 4 GPU\(s\)", output), output
-    (call,) = trainer_calls(tmp_path / "outputs" / "microcoder_4k" / "microcoder_4k" / "checkpoints")
+    run_dir = tmp_path / "outputs" / "microcoder_4k"
+    (call,) = trainer_calls(run_dir / "microcoder_4k" / "checkpoints")
     assert call["ray"]["GPU"] == 4 and call["ray"]["alive_nodes"] == 2
     assert call["overrides"]["trainer.nnodes"] == "2" and call["overrides"]["trainer.n_gpus_per_node"] == "2"
+    # Offline nodes: the model from the shared cache without a request per file; wandb offline, with its sync command.
+    assert call["env"]["HF_HOME"] == str(stand_in_hub) and call["env"]["HF_HUB_OFFLINE"] == "1"
+    assert call["env"]["WANDB_MODE"] == "offline" and call["env"]["WANDB_DIR"] == str(run_dir / "wandb")
+    assert call["project_name"] == "site-test-project"
+    assert (
+        f"wandb ran offline: after the job, from a machine with access: wandb sync {run_dir}/wandb/wandb/offline-run-*"
+        in output
+    )
+    # Every node step under SRUN_ARGS and CMD_PREFIX, on its node; the batch script's own commands under CMD_PREFIX.
+    calls = recorded_calls(record)
+    steps = {(node, command.rsplit(" ", 1)[-1]) for node, mark, command in calls if mark == "srun-args"}
+    for node in (head, worker):
+        assert {(node, "sandbox-check"), (node, "site-check"), (node, "stop")} <= steps, calls
+    assert {(head, "network"), (head, "start-head"), (worker, "start-worker")} <= steps, calls
+    host = [command for node, mark, command in calls if mark == "host"]
+    for tool in (
+        "preflight.py",
+        "site_check.py verdict",
+        "fake_trainer.py --config-name microcoder_4k",
+        "select_checkpoint",
+    ):
+        assert any(tool in command for command in host), (tool, host)
     assert f"node {head}: Ray stopped" in output and f"node {worker}: Ray stopped" in output
     assert f"Ray stopped on {head} {worker}" in output
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left after the job"
     assert job_processes(local_slurm, job_id) == [], f"processes of job {job_id} left after it ended"
 
 
-def test_a_node_whose_ray_cannot_start_fails_the_job_at_once_naming_it(local_slurm, tmp_path):
+def test_a_node_whose_ray_cannot_start_fails_the_job_at_once_naming_it(
+    local_slurm, tmp_path, sample_data, stand_in_hub
+):
     ray_root = local_slurm.root / "ray_bad"
     ray_root.mkdir()
     # A head-only flag on a worker: `ray start` on launchnode2 exits with an error at once.
-    env = launch_env(local_slurm, tmp_path, ray_root, RAY_WORKER_START_ARGS="--include-dashboard=false")
+    env = launch_env(
+        local_slurm, tmp_path, ray_root, stand_in_hub, sample_data, RAY_WORKER_START_ARGS="--include-dashboard=false"
+    )
     job_id = local_slurm.sbatch(
         "--nodes=2",
         f"--gpus-per-node={local_slurm.gpus}",
         "--time=15",
         f"--output={tmp_path}/job-%j.out",
         str(REPO / "launch" / "run_microcoder_4k.sh"),
-        "data.train_files=data/deepcoder_mix/train.parquet",  # required by microcoder_4k (the preflight checks it)
+        *data_overrides(sample_data),  # microcoder_4k requires data.train_files (the preflight checks it)
         env=env,
         cwd=tmp_path,
     )
@@ -471,14 +534,36 @@ def test_a_node_whose_ray_cannot_start_fails_the_job_at_once_naming_it(local_slu
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left after the failed start"
 
 
-def test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_it(local_slurm, tmp_path):
-    """The real node checks on both nodes through srun: the bill of materials (every module and registry entry of the
-    job's configs, here the CPU mode's) and the grader's isolation probe. The second node is made incomplete twice:
-    a PYTHONPATH shim there hides TransferQueue, which verl's V1 trainer imports, and its probe runs as on a node that
-    forbids namespaces. The job fails before Ray starts, naming that node and both missing pieces."""
+def seconds_to_failure(output: str) -> int:
+    """From the job's first launcher line to its ERROR line (the launcher's timestamps, whole seconds)."""
+    stamps = re.findall(r"^\[launch (\d\d\d\d-\d\d-\d\d \d\d:\d\d:\d\d)\]( ERROR)?", output, flags=re.MULTILINE)
+    first = time.mktime(time.strptime(stamps[0][0], "%Y-%m-%d %H:%M:%S"))
+    failed = next(stamp for stamp, error in stamps if error)
+    return int(time.mktime(time.strptime(failed, "%Y-%m-%d %H:%M:%S")) - first)
+
+
+def report_fault(name: str, command: str, output: str, *naming: str) -> None:
+    """The figures a fault injection gives: the command, the first line of the message (and the lines naming each of
+    several faults of one job), the time to failure."""
+    first = next(line for line in output.splitlines() if " ERROR: " in line).split(" ERROR: ", 1)[1]
+    lines = "".join(f"\n  names: {next(line for line in output.splitlines() if part in line)}" for part in naming)
+    print(
+        f"\nFAULT {name}\n  command: {command}\n  message: {first}{lines}\n  failed after {seconds_to_failure(output)} s"
+    )
+
+
+def test_a_node_without_what_the_job_needs_fails_it_before_ray_naming_the_node(
+    local_slurm, tmp_path, nvidia_smi_fault, stand_in_hub, sample_data
+):
+    """The real node checks on both nodes through srun, the CPU mode's job (its bill of materials, the grader's
+    isolation probe, the site check of an allocation with 2 GPUs per node). Node 1's driver is too old for torch's
+    CUDA, node 2 lists one GPU of its two (stand_ins/nvidia-smi), node 2 hides TransferQueue, which verl's V1 trainer
+    imports (a PYTHONPATH shim), and node 2's sandbox probe runs as on a node that forbids namespaces. The job fails
+    before Ray starts, naming each node with what it lacks there, and no node with what it has."""
     ray_root = local_slurm.root / "ray_node_checks"
     ray_root.mkdir()
-    worker_only = f'[[ "$SLURMD_NODENAME" == {local_slurm.node_names[1]} ]]'
+    head, worker = local_slurm.node_names
+    worker_only = f'[[ "$SLURMD_NODENAME" == {worker} ]]'
     shim = tmp_path / "shim" / "transfer_queue"
     shim.mkdir(parents=True)
     (shim / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'transfer_queue'\")\n")
@@ -492,13 +577,27 @@ def test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_
         f"#!/usr/bin/env bash\n{worker_only} && export NOUSCODER_SANDBOX_DISABLE=namespaces\n"
         "exec python -m reward_fns.sandbox\n"
     )
+    uuid = "GPU-00000000-0000-0000-0000-0000000000{}"
+    nvidia_smi_fault(head, *(f"{i}, {uuid.format(i)}, NVIDIA H100 80GB HBM3, 535.104.05, 81559" for i in range(2)))
+    stand_in = nvidia_smi_fault(worker, f"1, {uuid.format(11)}, NVIDIA H100 80GB HBM3, 580.65.06, 81559")
     env = launch_env(
-        local_slurm, tmp_path, ray_root, BOM_CHECK="1", BOM_CHECK_CMD=f"bash {bom}", SANDBOX_CHECK_CMD=f"bash {probe}"
+        local_slurm,
+        tmp_path,
+        ray_root,
+        stand_in_hub,
+        sample_data,
+        BOM_CHECK="1",
+        BOM_CHECK_CMD=f"bash {bom}",
+        SANDBOX_CHECK_CMD=f"bash {probe}",
+        NVIDIA_SMI_STAND_IN_DIR=stand_in,
     )
-    job_id, state, _, output = local_slurm.run_job(
-        "--nodes=2", "--time=15", str(REPO / "launch" / "run_debug_cpu_chain.sh"), env=env, cwd=tmp_path
+    command = (
+        "--nodes=2",
+        f"--gpus-per-node={local_slurm.gpus}",
+        "--time=15",
+        str(REPO / "launch" / "run_debug_cpu_chain.sh"),
     )
-    head, worker = local_slurm.node_names
+    job_id, state, _, output = local_slurm.run_job(*command, env=env, cwd=tmp_path)
     assert state == "FAILED", output
     assert f"ERROR: sandbox isolation incomplete on node(s) {worker}: " in output, output
     assert f"{worker} (" in output and "[missing] network_namespace" in output, output
@@ -507,9 +606,138 @@ def test_a_node_without_what_the_configs_import_fails_the_job_before_ray_naming_
         f"node {worker}: TransferQueue (transferqueue), needed by verl's V1 trainer (every config) in debug_cpu, debug_cpu_extended: "
         "ModuleNotFoundError: No module named 'transfer_queue'" in output
     ), output
+    assert f"site check failed on node(s) {head} {worker}" in output, output
+    driver = (
+        f"node {head}: driver: NVIDIA driver 535.104.05 is older than 580, the oldest that runs CUDA 13.0 (torch's build; "
+        f'NVIDIA "CUDA Compatibility"); fix: update the driver on {head} to >= 580, or exclude the node '
+        f"(sbatch --exclude={head})"
+    )
+    assert driver in output, output
+    gpus = (
+        f"node {worker}: gpus: 1 GPU(s) visible to the job (1: NVIDIA H100 80GB HBM3 81559 MiB; nvidia-smi lists 1, "
+        f"CUDA_VISIBLE_DEVICES=0,1), but the allocation has 2 per node; fix: a GPU of {worker} is missing or failed"
+    )
+    assert gpus in output, output
     failure = output.split("sandbox isolation incomplete", 1)[1]
-    assert f"{head} (" not in failure and f"node {head}:" not in failure, output
+    assert (
+        f"{head} (" not in failure and f"node {head}: gpus" not in failure and f"node {worker}: driver" not in failure
+    )
     logs = tmp_path / "outputs" / "debug_cpu_chain" / "logs" / str(job_id)
     assert f"bill_of_materials: node {head} has all" in (logs / f"bom_{head}.log").read_text()
     assert "starting Ray" not in output and "stage debug_cpu" not in output, output
+    assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left"
+    sbatch = f"NVIDIA_SMI_STAND_IN_DIR=... sbatch {' '.join(command)}"
+    report_fault(
+        f"old driver on {head}, one GPU missing on {worker} (and node 2's sandbox and TransferQueue)",
+        sbatch,
+        output,
+        f"node {head}: driver:",
+        f"node {worker}: gpus:",
+        f"node {worker}: TransferQueue",
+    )
+
+
+def test_an_offline_hub_id_and_an_over_budget_prompt_stop_the_job_before_ray(
+    local_slurm, tmp_path, stand_in_hub, sample_data
+):
+    """A hub id that is not in the nodes' cache, on nodes that cannot reach the hub: the site check fails on every node
+    with the download command. Then a LiveCodeBench prompt over data.max_prompt_length: the preflight fails naming the
+    problems, before stage 0 and before Ray."""
+    ray_root = local_slurm.root / "ray_offline"
+    ray_root.mkdir()
+    env = launch_env(
+        local_slurm, tmp_path, ray_root, stand_in_hub, sample_data, INIT_MODEL="Qwen/Qwen3-8B", CHECKPOINT_GB="0.01"
+    )
+    command = (
+        "--nodes=2",
+        f"--gpus-per-node={local_slurm.gpus}",
+        "--time=15",
+        str(REPO / "launch" / "run_microcoder_4k.sh"),
+    )
+    _, state, _, output = local_slurm.run_job(*command, *data_overrides(sample_data), env=env, cwd=tmp_path)
+    assert state == "FAILED", output
+    for node in local_slurm.node_names:
+        assert (
+            f"node {node}: model: Qwen/Qwen3-8B is not complete in this node's Hugging Face cache (HF_HOME={stand_in_hub}; "
+            "missing the whole snapshot), and this node cannot reach the hub; fix: on a machine with hub access run "
+            "`HF_HOME=/path/on/shared/storage hf download Qwen/Qwen3-8B`, then `export HF_HOME=/path/on/shared/storage` "
+            'before sbatch (launch/README.md "Offline nodes")' in output
+        ), output
+    assert "starting Ray" not in output, output
+    report_fault(
+        "offline hub id",
+        f"INIT_MODEL=Qwen/Qwen3-8B sbatch {' '.join(command)} data.train_files=...",
+        output,
+        *(f"node {node}: model:" for node in local_slurm.node_names),
+    )
+
+    tmp = tmp_path / "budget"
+    tmp.mkdir()
+    env = launch_env(local_slurm, tmp, ray_root, stand_in_hub, sample_data)
+    job_id, state, _, output = local_slurm.run_job(
+        *command, *data_overrides(sample_data), "data.max_prompt_length=64", env=env, cwd=tmp
+    )
+    assert state == "FAILED", output
+    budget = re.search(
+        rf"ERROR: prompt budget: microcoder_4k: data.val_files=\['{sample_data / 'test.parquet'}'\]: (\d+) of 16 problems "
+        r"have a prompt longer than data.max_prompt_length=64 tokens of \S+'s tokenizer",
+        output,
+    )
+    assert budget and int(budget.group(1)) > 0, output
+    assert "the preflight failed" in output and "node checks" not in output and "starting Ray" not in output, output
+    report_fault(
+        "over-budget prompt", f"sbatch {' '.join(command)} data.train_files=... data.max_prompt_length=64", output
+    )
+
+
+def test_a_chain_longer_than_its_time_limit_finishes_across_requeued_jobs_losing_no_step(
+    local_slurm, tmp_path, sample_data, stand_in_hub
+):
+    """One training stage of 32 stand-in steps of 4 s (a save every 5) under --time=3: each job asks the
+    trainer to save and stop SAVE_BEFORE_LIMIT_S before its limit, requeues itself (same job id, its output appended)
+    and the next run resumes from that save; the chain completes with no step trained twice."""
+    ray_root = local_slurm.root / "ray_time"
+    ray_root.mkdir()
+    steps = 32
+    env = launch_env(
+        local_slurm,
+        tmp_path,
+        ray_root,
+        stand_in_hub,
+        sample_data,
+        STAGES="dapo_40k",
+        RESCORE="",
+        RUN_EVAL="0",
+        SELECT_ARGS="--no-merge",
+        FAKE_TRAINER_STEPS=str(steps),
+        FAKE_TRAINER_STEP_SECONDS="4",
+        FAKE_TRAINER_SAVE_EVERY="5",
+        SAVE_BEFORE_LIMIT_S="45",
+    )
+    command = ("--nodes=1", f"--nodelist={local_slurm.node_name}", f"--gpus-per-node={local_slurm.gpus}", "--time=3")
+    job, state, exit_code, output = local_slurm.run_job(
+        *command,
+        str(REPO / "launch" / "run_dapo_32k_to_40k.sh"),
+        *DAPO_ON_ONE_NODE,
+        *data_overrides(sample_data),
+        f"trainer.total_training_steps={steps}",
+        env=env,
+        cwd=tmp_path,
+        timeout_s=1500,
+    )
+    assert (state, exit_code) == ("COMPLETED", "0:0"), output
+    calls = trainer_calls(tmp_path / "outputs" / "dapo_32k_to_40k" / "dapo_40k" / "checkpoints")
+    runs = [call["steps"] for call in calls]
+    assert len(runs) >= 2 and [step for run in runs for step in run] == list(range(1, steps + 1)), runs  # none twice
+    for earlier, later in zip(calls, calls[1:], strict=False):
+        assert earlier["outcome"] == f"stopped at step {earlier['steps'][-1]} by stop_request_dapo_40k"
+        assert later["resumed_from"] == earlier["steps"][-1]  # the save the stop made, not the last multiple of 5
+    assert calls[-1]["outcome"] == "finished"
+    assert int(local_slurm.job_field(job, "Restarts")) == len(runs) - 1
+    requeues = re.findall(r"stage dapo_40k stopped for the time limit: requeueing job (\d+)", output)
+    assert requeues == [str(job)] * (len(runs) - 1), output
+    assert output.count("asking '") == len(runs) - 1 and "save at the end of its step and stop" in output
+    print(
+        f"\nTIME LIMIT: --time=3 for {steps} steps of 4 s: {len(runs)} jobs, steps per job {[len(run) for run in runs]}, 0 repeated"
+    )
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left"

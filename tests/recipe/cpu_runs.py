@@ -1,5 +1,6 @@
 """What the tests of whole CPU runs share: the marker every process of a run inherits, the metrics it logged, and the
-processes it left behind (tests/recipe/test_cpu_learning.py, tests/launch/test_cpu_chain.py, tests/vllm_cpu)."""
+processes it left behind, and what a synchronous run must show (tests/recipe/test_cpu_learning.py,
+tests/launch/test_rehearsal.py, tests/vllm_cpu)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,18 @@ def processes_marked(marker: str, grace_s: float = LEFTOVER_GRACE_S) -> list[str
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(1)
+
+
+def assert_trained_on_policy_with_the_recipes_parts(steps: list[dict]) -> None:
+    """A synchronous (on-policy) run's steps, with known answers: mixed rewards graded by the Ray pool, gradients, TIS
+    weights near 1, and the recipe's metrics."""
+    assert any(step["grading/verdict/accepted"] > 0 for step in steps)
+    assert any(step["critic/score/min"] < 0 < step["critic/score/max"] for step in steps)
+    assert all(step["actor/grad_norm"] > 0 for step in steps)
+    assert all(step["grading/internal_errors"] == 0 for step in steps)
+    assert all(step["nouscoder/known_answers/active"] == 1.0 for step in steps)  # the option says it is on
+    # on policy, the sampler's log-probs are the learner's: TIS weights pi_old / pi_rollout stay near 1
+    assert all(abs(step["rollout_corr/rollout_is_mean"] - 1) < 0.1 for step in steps)
+    assert all("grading/latency_s/p50" in step for step in steps)  # a metric of the Ray grading pool only
+    assert all("nouscoder/dynamic_sampling/dropped_groups" in step for step in steps)
+    assert all("length_bias/masked_advantage_fraction" in step for step in steps)

@@ -1,6 +1,7 @@
 """The loop learns: reinforcement learning alone raises the held-out pass rate of a CPU run, its negative control does
 not (the short version of benchmarks/learning_curve.py). These runs are also the CI run of the
-separate-async trainer (``nouscoder_separate_async``; the synchronous one runs in tests/launch/test_cpu_chain.py).
+separate-async trainer off Slurm (``nouscoder_separate_async``; on Slurm across two nodes in
+tests/launch/test_rehearsal.py; the synchronous one runs in tests/vllm_cpu and as the rehearsal's evaluation).
 
 The task family and the warm-started model are built once (``recipe.nouscoder.cpu.learning_inputs``,
 the configs' own settings); then the real CLI runs ``--config-name debug_cpu_learn_async`` as a user would:

@@ -329,7 +329,10 @@ def test_transfer_queue_fields_give_the_v1_trainer_its_inputs():
     the DataProto that reaches compute_advantage is padded only to the longest response of the batch."""
     sample = random_sample(10)
     nested = torch.nested.as_nested_tensor(
-        [torch.tensor(tokens[:length], dtype=torch.long) for tokens, length in zip(sample["tokens"], sample["lengths"], strict=True)],
+        [
+            torch.tensor(tokens[:length], dtype=torch.long)
+            for tokens, length in zip(sample["tokens"], sample["lengths"], strict=True)
+        ],
         layout=torch.jagged,
     )
     fields = TensorDict({"responses": nested}, batch_size=[len(sample["uids"])])

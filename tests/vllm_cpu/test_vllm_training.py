@@ -5,8 +5,8 @@ debug_cpu cpu_rollout=vllm [cpu_layout=separate_async]`, through the CLI in a su
   (colocated, verl's ``naive`` weight sync into vLLM through the project's reload extension), the Ray grading pool;
   half of the first answers scripted (``by_turn: [failing, passing]``: a failing bundled program, public-test
   feedback, a passing revision), the others the random model's. 2 steps, validation and a checkpoint at step 2. The
-  checks of the CPU chain's sync run (tests/launch/test_cpu_chain.py: mixed rewards, gradients, on-policy TIS weights
-  near 1, as vLLM's fp32 log-probs are the learner's, the recipe's metrics) and of the multi-turn loop: two turns
+  checks of a synchronous run (tests/recipe/cpu_runs.py: mixed rewards, gradients, on-policy TIS weights near 1, as
+  vLLM's fp32 log-probs are the learner's, the recipe's metrics) and of the multi-turn loop: two turns
   used, feedback given and masked out of the trained batch, revisions passing the public and the hidden tests.
 - ``nouscoder_separate_async``: 1 trainer rank, 1 standalone vLLM replica (verl's vLLM server with abort/resume and
   the partial-rollout client), weights over ``cpu_gloo`` into vLLM; half known answers; 3 steps, the staged
@@ -31,8 +31,12 @@ from pathlib import Path
 import pytest
 
 from data_prep.build_deepcoder_mix import main as build_data
-from tests.launch.test_cpu_chain import assert_trained_on_policy_with_the_recipes_parts
-from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
+from tests.recipe.cpu_runs import (
+    E2E_MARKER_ENV,
+    assert_trained_on_policy_with_the_recipes_parts,
+    metrics,
+    processes_marked,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 

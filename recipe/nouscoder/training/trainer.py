@@ -19,11 +19,14 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
   rewards before it or flips the advantages after it. With TIS on, both forms of the sequence weights are logged
   and, for ``rollout_is=sequence``, verl's weights are replaced by the form ``nouscoder.sequence_tis.form`` names
   (sequence_tis.py).
+* ``on_init_end``: after verl's, one memory sampler per node of each role's workers (role_memory.py).
 * ``step``: after verl's step, reads the trained batch back from TransferQueue, records fully solved problems
-  and adds the ``nouscoder/*``, ``length_bias/*`` and ``grading/*`` metrics to the step's metrics (logged by
+  and adds the ``nouscoder/*`` (peak memory per role included), ``length_bias/*`` and ``grading/*`` metrics to the step's metrics (logged by
   verl's Tracking). ``grading/*`` come from each rollout's ``extra_fields["reward_extra_info"]`` (where verl
   0.9.1's agent loop stores the reward dict), read in the same TransferQueue call; ``multi_turn/*`` from each
   rollout's multi-turn record there (recipe/nouscoder/multi_turn/metrics.py).
+* ``on_step_end``: after verl's (the separate-async weight sync), the launcher's stop request before the job's time
+  limit: a save if verl did not save this step, and the end of the loop (stop_request.py).
 * ``_save_checkpoint`` / ``_load_checkpoint``: the online-filter state in ``global_step_N/``.
 * ``get_llm_client``: verl's rollout client (the separate-async trainer: ``ExtraFieldsClient``), or its variant with
   the CPU mode's known answers when they are on (cpu/known_answer_client.py).
@@ -60,6 +63,7 @@ from recipe.nouscoder.training.online_filter import (
     fully_solved_problems,
     load_problem_id_list,
 )
+from recipe.nouscoder.training.role_memory import RoleMemory
 from recipe.nouscoder.training.rollout_shutdown import shut_down_vllm_engines
 from recipe.nouscoder.training.sequence_tis import (
     SequenceTISOptions,
@@ -72,6 +76,7 @@ from recipe.nouscoder.training.step_metrics import (
     grading_metrics,
     known_answer_metrics,
 )
+from recipe.nouscoder.training.stop_request import acknowledge, stop_requested, verl_saves_step
 from recipe.nouscoder.training.temperature import MANAGER_CLASS_FQN, TemperatureSchedule, attach_temperature
 from verl_ext.advantage_inputs import advantage_inputs_from_fields, provide_advantage_inputs
 from verl_ext.estimator_options import MicrocoderOptions
@@ -347,9 +352,26 @@ class NousCoderTrainerMixin(_VerlTrainer):
 
     # ------------------------------ per-step observation ------------------------------
 
+    def on_init_end(self):
+        """verl's (the separate-async trainer's first weight sync), then the memory samplers of each role's workers
+        (role_memory.py); a sampler that cannot start leaves the memory metrics out, never the run."""
+        super().on_init_end()
+        self.role_memory = None
+        try:
+            replicas = [replica for manager in self._rollout_server_managers() for replica in manager.get_replicas()]
+            rollout = [worker for replica in replicas for worker in replica.workers]
+            self.role_memory = RoleMemory.start({"trainer": self.actor_rollout_wg.workers, "rollout": rollout})
+        except Exception as error:
+            logger.warning(
+                f"memory per role is not logged: its samplers did not start ({type(error).__name__}: {error})"
+            )
+
     def step(self, metrics: dict, timing_raw: dict) -> KVBatchMeta:
         batch = super().step(metrics, timing_raw)
         self.observe_rollouts(self._fetch_rollout_batch(batch), metrics)
+        role_memory: RoleMemory | None = getattr(self, "role_memory", None)
+        if role_memory is not None:
+            metrics.update(role_memory.step_metrics())
         return batch
 
     def _fetch_rollout_batch(self, batch: KVBatchMeta) -> DataProto:
@@ -397,6 +419,21 @@ class NousCoderTrainerMixin(_VerlTrainer):
                     diversity_max_groups=self.nouscoder.metrics.diversity_max_groups,
                 )
             )
+
+    # ------------------------------ a stop before the time limit ------------------------------
+
+    def on_step_end(self):
+        """verl's end of step (the separate-async trainer's weight sync), then the launcher's stop request, if any:
+        save this step unless verl just did, acknowledge, and end the loop after this step is logged (stop_request.py)."""
+        super().on_step_end()
+        request = stop_requested()
+        if request is None:
+            return
+        if not verl_saves_step(self.global_steps, self.total_training_steps, int(self.config.trainer.save_freq)):
+            self._save_checkpoint()
+        acknowledge(request, self.global_steps)
+        logger.warning(f"stop request {request}: saved global_step_{self.global_steps}; ending after this step")
+        self.total_training_steps = self.global_steps  # verl's loop runs while global_steps <= total_training_steps
 
     # ------------------------------ checkpoints ------------------------------
 

@@ -243,3 +243,40 @@ def test_online_filter_state_saved_with_verl_checkpoint_and_restored(tmp_path):
     next_epoch = [list(resumed._next_train_batch()["extra_info"]) for _ in range(3)]
     ids = [[info["problem_id"] for info in batch] for batch in rest_of_epoch + next_epoch]
     assert ids == [["p2", "p3"], ["p4", "p5"], ["p0", "p1"], ["p2", "p4"], ["p5", "p0"]]  # p3 gone from epoch 1
+
+
+class RecordingCheckpointManager:
+    """The sync trainer's weight sync (verl's on_step_end), recorded."""
+
+    def __init__(self):
+        self.synced = []
+
+    def update_weights(self, global_steps):
+        self.synced.append(global_steps)
+
+
+@pytest.mark.parametrize(("save_freq", "saves"), [(5, 1), (3, 0)])
+def test_a_stop_request_saves_the_step_unless_verl_did_and_ends_the_loop_after_it(
+    tmp_path, monkeypatch, save_freq, saves
+):
+    """stop_request.py: the launcher's file exists at the end of step 3; verl's fit saved step 3 itself only when
+    save_freq divides it. After verl's on_step_end (the weight sync), the trainer saves through verl's real
+    _save_checkpoint when verl did not, writes <file>.saved with the step, and lowers the step total to end fit's loop."""
+    request = tmp_path / "stop_request_dapo_32k"
+    monkeypatch.setenv("NOUSCODER_STOP_REQUEST", str(request))
+    config = make_config(tmp_path)
+    with open_dict(config):
+        config.trainer.save_freq = save_freq
+    trainer = with_data(NousCoderSyncTrainer(config))
+    trainer.checkpoint_manager = RecordingCheckpointManager()
+    trainer.timing_raw = {}
+    trainer.global_steps, trainer.total_training_steps = 3, 10
+    trainer.on_step_end()  # no request yet: nothing but verl's sync
+    assert trainer.checkpoint_manager.synced == [3] and trainer.actor_rollout_wg.calls == []
+    assert trainer.total_training_steps == 10 and not request.with_name(request.name + ".saved").exists()
+    request.write_text("save and stop\n")
+    trainer.on_step_end()
+    assert trainer.checkpoint_manager.synced == [3, 3]
+    assert trainer.actor_rollout_wg.calls == [("save", str(tmp_path / "ckpt" / "global_step_3" / "actor"))] * saves
+    assert request.with_name(request.name + ".saved").read_text() == "3\n"
+    assert trainer.total_training_steps == 3  # verl's loop runs while global_steps <= total_training_steps
