@@ -60,6 +60,12 @@
 #                          after a stage's selection the optimizer shards of its other checkpoints go too [2]
 #   PRUNE_EVERY_S          seconds between retention passes during training [600]
 #   PRUNE_CMD              retention pass [python LAUNCH_DIR/prune_checkpoints.py]
+#   PICK_TEMPERATURE       1: before the first stage, pick the training temperature from the first model's output
+#                          diversity (MicroCoder section 2.4, recipe.nouscoder.selection.pick_temperature: vLLM on
+#                          the head node's GPUs before Ray starts); every training stage then samples at it [0]
+#   PICK_TEMPERATURE_ARGS  the picker's arguments besides model, problems and report, word-split; its threshold is a
+#                          choice (the paper gives none) ["--temperatures 0.8,1.0,1.2,1.4 --threshold 0.75"]
+#   PICK_TEMPERATURE_CMD   the picker [python -m recipe.nouscoder.selection.pick_temperature]
 #   RUN_EVAL               1: evaluate the last stage's best model after training; 0: skip [1]
 #   EVAL_CONFIG            the final evaluation's val_only config, run on every GPU of the job [set by the wrapper]
 #   EVAL_DATA              LiveCodeBench test parquet of the re-scoring and the final evaluation (data.val_files),
@@ -94,9 +100,11 @@
 #   RUN_DIR/<stage>/checkpoints/   trainer.default_local_dir: global_step_N/, metrics.jsonl, best_hf/ (merged model)
 #   RUN_DIR/<stage>/rescore/       re-scored candidates (launch/rescore_checkpoints.py): models, runs, selection.json
 #   RUN_DIR/<stage>/best_model     path of the selected model (the stage is finished when this exists)
+#   RUN_DIR/<stage>/solved_problems.json  the selected checkpoint's online filter state, for the later stages
 #   RUN_DIR/final_eval/            final evaluation: metrics.jsonl, generations/ (verl's dump), score (with
 #                                  EVAL_BENCHMARKS: final_eval/<NAME>/ each); report/ (the pass@k report of the dump:
 #                                  completions.jsonl, results.json, report.md, plots, per benchmark <NAME>/), DONE
+#   RUN_DIR/pick_temperature/      report.json of the temperature picker (PICK_TEMPERATURE=1)
 #   RUN_DIR/offline_filter/        stage 0: run/ (its metrics), generations/, train_filtered.parquet (+ report), DONE
 #   RUN_DIR/logs/<job>/            ray_<node>.log per node, <stage>.log, rescore/eval logs, preflight.log,
 #                                  bill_of_materials.json, <check>_<node>.log, stall_<run>/ (a stalled run's diagnostics)
@@ -119,6 +127,9 @@ read -ra TRAINER <<<"${HOST_PREFIX[*]} ${TRAINER_CMD:-python -m recipe.nouscoder
 read -ra SELECT <<<"${HOST_PREFIX[*]} ${SELECT_CMD:-python -m recipe.nouscoder.selection.select_checkpoint} ${SELECT_ARGS:-}"
 read -ra PRUNE <<<"${HOST_PREFIX[*]} ${PRUNE_CMD:-python $LAUNCH_DIR/prune_checkpoints.py}"
 RESCORE_CMD=("${HOST_PYTHON[@]}" "$LAUNCH_DIR/rescore_checkpoints.py")
+read -ra PICK <<<"${PICK_TEMPERATURE_CMD:-python -m recipe.nouscoder.selection.pick_temperature}"
+read -ra PICK_ARGS <<<"${PICK_TEMPERATURE_ARGS:---temperatures 0.8,1.0,1.2,1.4 --threshold 0.75}"
+TRAINING_OVERRIDES=()  # every training stage's, after the configs' own (the picked temperature)
 if [[ -n "${SCORE_METRIC:-}" ]]; then
   SELECT+=(--metric "$SCORE_METRIC")
   PRUNE+=(--metric "$SCORE_METRIC")
@@ -398,6 +409,8 @@ train_stage() {
   local pruner=$! status=0
   HELPER_PIDS+=("$pruner")
   [[ -z "$model" ]] || EXTRA_OVERRIDES+=("actor_rollout_ref.model.path=$model")
+  EXTRA_OVERRIDES+=("${TRAINING_OVERRIDES[@]}")
+  [[ -z "$SOLVED_BEFORE" ]] || EXTRA_OVERRIDES+=("nouscoder.online_filter.earlier_stage_solved=$SOLVED_BEFORE")
   arm_stop_request "$stage"
   run_trainer "$stage" "$ckpt_dir" "$stage" "$LOG_DIR/$stage.log" "$@" || status=$?
   kill -TERM "$pruner" 2>/dev/null || true
@@ -414,6 +427,29 @@ train_stage() {
     log "WARNING: stage $stage: final retention pass failed, see $LOG_DIR/prune_$stage.log"
   touch "$stage_dir/TRAINED"
   log "stage $stage: training finished"
+}
+
+# MicroCoder's diversity-determined temperature (section 2.4): the first model sampled on the head node's GPUs at each
+# candidate temperature, the lowest whose within-group diversity reaches the threshold becomes every training stage's
+# actor_rollout_ref.rollout.temperature. Once per run: a resubmission reads RUN_DIR/pick_temperature/report.json.
+pick_temperature() {
+  local out=$RUN_DIR/pick_temperature picked
+  mkdir -p "$out"
+  if [[ ! -s "$out/report.json" ]]; then
+    log "pick temperature: sampling $FIRST_MODEL on ${NODES[0]}: ${PICK[*]} ${PICK_ARGS[*]}"
+    run_on_node "${NODES[0]}" "${PICK[@]}" --model "$FIRST_MODEL" --problems "$TRAIN_FILES" --out "$out/report.json.tmp" \
+      "${PICK_ARGS[@]}" 2>&1 | tee -a "$LOG_DIR/pick_temperature.log" ||
+      die "pick temperature failed; see $LOG_DIR/pick_temperature.log (or set PICK_TEMPERATURE=0)."
+    mv "$out/report.json.tmp" "$out/report.json"
+  fi
+  picked=$("${HOST_PYTHON[@]}" -c 'import json, sys; t = json.load(open(sys.argv[1]))["recommended_temperature"]; print("" if t is None else t)' "$out/report.json") ||
+    die "pick temperature: $out/report.json is unreadable; delete it to pick again."
+  if [[ -z "$picked" ]]; then
+    log "WARNING: pick temperature: no candidate reached the threshold ($out/report.json): the configs' temperature is kept"
+    return 0
+  fi
+  TRAINING_OVERRIDES+=("actor_rollout_ref.rollout.temperature=$picked")
+  log "pick temperature: every training stage samples at $picked ($out/report.json)"
 }
 
 # The stage's model by its in-run validation score: SELECT_CMD merges the best checkpoint.
@@ -464,9 +500,23 @@ run_stage() {
   fi
   [[ -e "$SELECTED" ]] || die "stage $stage: the selection printed '$SELECTED', which does not exist."
   drop_unselected_optimizer_shards "$stage" "$stage_dir/checkpoints" "$SELECTED"
+  record_solved_problems "$stage" "$stage_dir" "$SELECTED"
   printf '%s\n' "$SELECTED" >"$stage_dir/best_model.tmp"
   mv "$stage_dir/best_model.tmp" "$stage_dir/best_model"
   log "stage $stage: best model $SELECTED"
+}
+
+# The online filter's state of the selected checkpoint (its solved problems and the earlier stages'), which every
+# later stage starts with (nouscoder.online_filter.earlier_stage_solved; configs/README.md "Stages hand over"):
+# RUN_DIR/<stage>/solved_problems.json, absent when the stage ran without the online filter.
+record_solved_problems() {
+  local stage=$1 stage_dir=$2 selected=$3 state
+  [[ "$selected" =~ global_step_([0-9]+) ]] || return 0
+  state=$stage_dir/checkpoints/global_step_${BASH_REMATCH[1]}/nouscoder_online_filter.json
+  if [[ -s "$state" ]]; then
+    cp "$state" "$stage_dir/solved_problems.json.tmp" && mv "$stage_dir/solved_problems.json.tmp" "$stage_dir/solved_problems.json"
+    log "stage $stage: the problems solved up to global_step_${BASH_REMATCH[1]} are left out of the later stages ($stage_dir/solved_problems.json)"
+  fi
 }
 
 # Once a stage's model is chosen, nothing resumes the stage's other checkpoints: their optimizer shards (2/3 of a
@@ -618,11 +668,14 @@ main() {
     return 0
   fi
   arm_stop_trap
+  [[ "${PICK_TEMPERATURE:-0}" != 1 ]] || pick_temperature
   start_ray_cluster "$LOG_DIR"
   [[ "$OFFLINE_FILTER" != build ]] || build_offline_filter "$@"
+  SOLVED_BEFORE=''
   for stage in $STAGES; do
     run_stage "$stage" "$model" "$@"
     model=$(cat "$RUN_DIR/$stage/best_model")
+    [[ ! -s "$RUN_DIR/$stage/solved_problems.json" ]] || SOLVED_BEFORE=$RUN_DIR/$stage/solved_problems.json
   done
   run_final_eval "$model" "$@"
   log "run $RUN_NAME complete: final model $model"

@@ -171,20 +171,24 @@ node_step_gpu_args() {
   return 0
 }
 
-# Runs `launch/lib/ray_node.sh ACTION` on NODE: through srun inside a Slurm job (with SRUN_ARGS), directly otherwise;
+# Runs COMMAND... on NODE with every GPU of it: through srun inside a Slurm job (with SRUN_ARGS), directly otherwise;
 # under CMD_PREFIX either way (launch/README.md "Site conventions").
-on_node() {
-  local node=$1 action=$2
+run_on_node() {
+  local node=$1
+  shift
   local -a prefix srun_args
   read -ra prefix <<<"${CMD_PREFIX:-}"
   if in_slurm_job; then
     read -ra srun_args <<<"$(node_step_gpu_args) ${SRUN_ARGS:-}"
     env -u SLURM_GPUS_PER_NODE -u SLURM_GPUS srun --overlap --nodes=1 --ntasks=1 --nodelist="$node" --kill-on-bad-exit=1 \
-      "${srun_args[@]}" "${prefix[@]}" bash "$RAY_SLURM_LIB_DIR/ray_node.sh" "$action"
+      "${srun_args[@]}" "${prefix[@]}" "$@"
   else
-    "${prefix[@]}" bash "$RAY_SLURM_LIB_DIR/ray_node.sh" "$action"
+    "${prefix[@]}" "$@"
   fi
 }
+
+# Runs `launch/lib/ray_node.sh ACTION` on NODE.
+on_node() { run_on_node "$1" bash "$RAY_SLURM_LIB_DIR/ray_node.sh" "$2"; }
 
 # HOST_PREFIX: the prefix of the batch script's own commands (HOST_CMD_PREFIX, default CMD_PREFIX); HOST_PYTHON their python.
 read -ra HOST_PREFIX <<<"${HOST_CMD_PREFIX-${CMD_PREFIX:-}}"

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import torch
 
+from recipe.nouscoder.training.online_filter import SolvedProblemFilter, load_solved_problems
 from recipe.nouscoder.training.stop_request import acknowledge, stop_requested, verl_saves_step
 
 METRIC_KEY = "val-core/livecodebench/acc/mean@1"
@@ -230,16 +231,21 @@ def stall_once(config_name: str, step: int) -> None:
             time.sleep(60)
 
 
-def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict) -> None:
+def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict, earlier_solved: str | None) -> None:
     """Train (pretend) from the resume step to FAKE_TRAINER_STEPS, saving every FAKE_TRAINER_SAVE_EVERY steps and the
-    last, and, as the recipe's trainer does, at the launcher's stop request (stop_request.py); fills `record`."""
+    last, and, as the recipe's trainer does, at the launcher's stop request (stop_request.py); fills `record`. Each
+    step "solves" problem `<config>-step<N>`: the online filter's state (the recipe's own class, with the earlier
+    stages' solved problems) is saved with each checkpoint as the recipe's trainer saves it."""
     total = int(os.environ.get("FAKE_TRAINER_STEPS", "6"))
     save_every = int(os.environ.get("FAKE_TRAINER_SAVE_EVERY", "1"))
     start = resume_step(checkpoint_dir, resume_mode)
     record["resumed_from"] = start
     fail_stage, _, fail_step = os.environ.get("FAKE_TRAINER_FAIL_AT", "").partition(":")
+    solved = SolvedProblemFilter(solved_before=load_solved_problems(earlier_solved) if earlier_solved else None)
     if start == 0:
         log_metrics(checkpoint_dir, 0, {METRIC_KEY: validation_score(0, total)})
+    else:
+        solved.load(checkpoint_dir / f"global_step_{start}")
     for step in range(start + 1, total + 1):
         began = time.monotonic()
         time.sleep(float(os.environ.get("FAKE_TRAINER_STEP_SECONDS", "0")))
@@ -250,7 +256,9 @@ def train(config_name: str, resume_mode: str, checkpoint_dir: Path, record: dict
             return
         request = stop_requested()
         saved = verl_saves_step(step, total, save_every) or request is not None
+        solved.record_solved({f"{config_name}-step{step}"}, epoch=0)
         if saved:
+            solved.save(checkpoint_dir / f"global_step_{step}")
             save_checkpoint(checkpoint_dir, step)
         score = validation_score(step, total)
         # verl's step timer and the actor update's, which the watchdog's pace check reads
@@ -301,7 +309,8 @@ class FakeTaskRunner:
                 record["generations"] = dump_generations(val_files, samples, Path(dump_dir), stage0)
                 record["dump_bytes"] = (Path(dump_dir) / "0.jsonl").stat().st_size
         else:
-            train(config_name, config.trainer.resume_mode, checkpoint_dir, record)
+            earlier = config.get("nouscoder", {}).get("online_filter", {}).get("earlier_stage_solved")
+            train(config_name, config.trainer.resume_mode, checkpoint_dir, record, earlier)
         record_file = Path(os.environ.get("FAKE_TRAINER_RECORD", checkpoint_dir / "fake_trainer_calls.jsonl"))
         with record_file.open("a") as handle:
             handle.write(json.dumps(record) + "\n")

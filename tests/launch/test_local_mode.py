@@ -70,6 +70,9 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(
             # take ~0 s of a planned ~80 s: "leave unused"), polled often enough to see the steps as they come
             "STAGE_OVERRIDES_microcoder_4k": "trainer.project_name=per_stage",
             "STALL_POLL_S": "0.2",
+            # MicroCoder's diversity-determined temperature before training, the real picker on a stand-in sampler
+            "PICK_TEMPERATURE": "1",
+            "PICK_TEMPERATURE_CMD": f"python {REPO / 'tests' / 'launch' / 'fake_pick_temperature.py'}",
         }
     )
     launcher = subprocess.Popen(
@@ -103,6 +106,9 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(
     assert call["config_name"] == "microcoder_4k" and call["ray"]["GPU"] == 1 and call["steps"] == [1, 2, 3, 4]
     assert call["overrides"]["trainer.nnodes"] == "1" and call["overrides"]["trainer.n_gpus_per_node"] == "1"
     assert call["overrides"]["trainer.project_name"] == "per_stage"  # STAGE_OVERRIDES_microcoder_4k, after the common
+    picked = json.loads((run_dir / "pick_temperature" / "report.json").read_text())
+    assert picked["recommended_temperature"] == 1.4 and picked["threshold"] == 0.75
+    assert call["overrides"]["actor_rollout_ref.rollout.temperature"] == "1.4"  # the config's 1.2 replaced
     assert re.search(
         r"WARNING: step time: steps 1-3 of \S+/microcoder_4k/checkpoints/metrics.jsonl took a median 0 s", output
     )
@@ -112,6 +118,7 @@ def test_microcoder_wrapper_runs_on_one_machine_without_slurm(
     (evaluation,) = [json.loads(line) for line in (run_dir / "final_eval" / "fake_trainer_calls.jsonl").open()]
     assert evaluation["config_name"] == "eval_microcoder_8k" and evaluation["model"] == str(best)
     assert "trainer.project_name" not in evaluation["overrides"]  # the stage's own overrides stay its own
+    assert "actor_rollout_ref.rollout.temperature" not in evaluation["overrides"]  # training stages only
     assert evaluation["ray"]["GPU"] == 1 and (run_dir / "final_eval" / "DONE").is_file()
     # the pass@k report of verl's dump (the stand-in's 4 responses per problem, MicroCoder's n), as on one node
     report = json.loads((run_dir / "final_eval" / "report" / "results.json").read_text())

@@ -27,6 +27,7 @@ import pytest
 from safetensors.torch import load_file
 
 from data_prep.build_benchmarks import main as build_benchmarks
+from recipe.nouscoder.training.online_filter import STATE_FILE_NAME, load_solved_problems
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -289,6 +290,16 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     # killed stand-in leaves no record: its command line is in the job's output).
     command2 = next(line for line in output.splitlines() if "--config-name dapo_40k " in line)
     assert f"actor_rollout_ref.model.path={best1}" in command2 and "trainer.val_before_train=false" in command2
+    # It left out what the 32k stage had solved up to the selected checkpoint (the stand-in solves one problem a
+    # step), and its own checkpoints hand both sets on.
+    handed = stage1 / "solved_problems.json"
+    assert f"nouscoder.online_filter.earlier_stage_solved={handed}" in command2
+    solved_32k = {f"dapo_32k-step{step}" for step in range(1, RESCORED_BEST_STEP + 1)}
+    assert load_solved_problems(handed) == solved_32k
+    assert load_solved_problems(stage2 / "checkpoints" / "global_step_2" / STATE_FILE_NAME) == solved_32k | {
+        "dapo_40k-step1",
+        "dapo_40k-step2",
+    }
     assert trainer_calls(stage2 / "checkpoints") == []
     assert (stage2 / "checkpoints" / "latest_checkpointed_iteration.txt").read_text() == "2"
     assert not (stage2 / "best_model").exists() and not (run_dir / "final_eval").exists()

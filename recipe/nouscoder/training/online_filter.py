@@ -36,6 +36,16 @@ def load_problem_id_list(path: str | os.PathLike) -> set[str]:
     return {line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")}
 
 
+def load_solved_problems(path: str | os.PathLike) -> set[str]:
+    """Problems an earlier stage solved: its saved filter state (a ``nouscoder_online_filter.json``: this stage's solved
+    problems and the stages' before it) or an id list in ``load_problem_id_list``'s formats."""
+    if Path(path).suffix == ".json":
+        state = json.loads(Path(path).read_text(encoding="utf-8"))
+        if isinstance(state, dict) and "solved_in_epoch" in state:
+            return {str(problem) for problem in [*state["solved_in_epoch"], *state.get("solved_before", [])]}
+    return load_problem_id_list(path)
+
+
 def dataset_problem_ids(extra_infos: Sequence[dict | None]) -> list[str]:
     """``extra_info.problem_id`` of each dataset row (rows without one are named ``row-<index>``)."""
     return [
@@ -57,25 +67,33 @@ def fully_solved_problems(
 
 
 class SolvedProblemFilter:
-    """Which problems are out of training: the offline list, and problems fully solved in an earlier epoch."""
+    """Which problems are out of training: the offline list, problems an earlier context stage solved, and problems
+    fully solved in an earlier epoch of this stage."""
 
-    def __init__(self, offline_excluded: set[str] | None = None, online_enabled: bool = True):
+    def __init__(
+        self,
+        offline_excluded: set[str] | None = None,
+        online_enabled: bool = True,
+        solved_before: set[str] | None = None,
+    ):
         self.offline_excluded = set(offline_excluded or ())
         self.online_enabled = online_enabled
+        self.solved_before = set(solved_before or ()) if online_enabled else set()
         self.solved_in_epoch: dict[str, int] = {}
 
     def record_solved(self, problem_ids: set[str], epoch: int) -> int:
         """Remember problems fully solved during ``epoch``; returns how many are new."""
         if not self.online_enabled:
             return 0
-        new = [problem_id for problem_id in problem_ids if problem_id not in self.solved_in_epoch]
+        known = self.solved_in_epoch.keys() | self.solved_before
+        new = [problem_id for problem_id in problem_ids if problem_id not in known]
         for problem_id in new:
             self.solved_in_epoch[problem_id] = epoch
         return len(new)
 
     def is_excluded(self, problem_id: str, epoch: int) -> bool:
         """Offline-listed, or fully solved in an epoch before ``epoch``."""
-        if problem_id in self.offline_excluded:
+        if problem_id in self.offline_excluded or problem_id in self.solved_before:
             return True
         solved_epoch = self.solved_in_epoch.get(problem_id)
         return solved_epoch is not None and solved_epoch < epoch
@@ -85,10 +103,13 @@ class SolvedProblemFilter:
         return len(self.solved_in_epoch)
 
     def state_dict(self) -> dict:
-        return {"solved_in_epoch": dict(self.solved_in_epoch)}
+        """This stage's solved problems, and the earlier stages' (handed on to the next stage with the rest)."""
+        return {"solved_in_epoch": dict(self.solved_in_epoch), "solved_before": sorted(self.solved_before)}
 
     def load_state_dict(self, state: dict) -> None:
         self.solved_in_epoch = {str(key): int(value) for key, value in state["solved_in_epoch"].items()}
+        if self.online_enabled:
+            self.solved_before |= {str(problem) for problem in state.get("solved_before", [])}
 
     def save(self, checkpoint_folder: str | os.PathLike) -> Path:
         """Write the state to ``<checkpoint_folder>/nouscoder_online_filter.json``."""
@@ -166,6 +187,7 @@ class ProblemFilterSampler(Sampler[int]):
             raise RuntimeError(
                 f"Every one of the {len(self.problem_ids)} training problems is filtered out at epoch {self.epoch} "
                 f"({len(self.problem_filter.offline_excluded)} offline-listed, "
+                f"{len(self.problem_filter.solved_before)} solved in an earlier stage, "
                 f"{self.problem_filter.online_removed_count} solved online): lower trainer.total_epochs / "
                 "total_training_steps, or set nouscoder.online_filter.enable=False."
             )

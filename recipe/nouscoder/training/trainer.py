@@ -62,6 +62,7 @@ from recipe.nouscoder.training.online_filter import (
     dataset_problem_ids,
     fully_solved_problems,
     load_problem_id_list,
+    load_solved_problems,
 )
 from recipe.nouscoder.training.role_memory import RoleMemory
 from recipe.nouscoder.training.rollout_shutdown import shut_down_vllm_engines
@@ -190,9 +191,11 @@ class NousCoderTrainerMixin(_VerlTrainer):
         if not self.temperature_schedule.is_constant:
             select_staged_temperature_manager(config)
         offline_path = self.nouscoder.offline_filter.problem_ids_path
+        earlier = self.nouscoder.online_filter.earlier_stage_solved
         self.problem_filter = SolvedProblemFilter(
             offline_excluded=load_problem_id_list(offline_path) if offline_path else None,
             online_enabled=bool(self.nouscoder.online_filter.enable),
+            solved_before=load_solved_problems(earlier) if earlier else None,
         )
         self.problem_sampler: ProblemFilterSampler | None = None
         self.solved_in_buffer = 0
@@ -257,9 +260,12 @@ class NousCoderTrainerMixin(_VerlTrainer):
             sampler=self.problem_sampler,
         )
         active_rows = self.problem_sampler.active_count(0)
+        ids = self.problem_sampler.problem_ids
+        carried = sum(problem in self.problem_filter.solved_before for problem in ids)
         logger.info(
-            f"nouscoder filter: {len(self.problem_sampler.problem_ids) - active_rows} of "
-            f"{len(self.problem_sampler.problem_ids)} training rows excluded by the offline list"
+            f"nouscoder filter: {len(ids) - active_rows} of {len(ids)} training rows excluded: "
+            f"{len(ids) - active_rows - carried} by the offline list, {carried} solved in an earlier stage "
+            "(nouscoder.online_filter.earlier_stage_solved)"
         )
         self._size_epochs(active_rows)
 
@@ -399,6 +405,7 @@ class NousCoderTrainerMixin(_VerlTrainer):
                 "nouscoder/temperature": self.current_temperature(),
                 "nouscoder/online_filter/newly_removed": float(newly_removed),
                 "nouscoder/online_filter/removed_problems": float(self.problem_filter.online_removed_count),
+                "nouscoder/online_filter/solved_in_earlier_stages": float(len(self.problem_filter.solved_before)),
             }
         )
         if isinstance(self.replay_buffer, CappedGroupFilterMixin):

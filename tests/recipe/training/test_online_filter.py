@@ -14,6 +14,7 @@ from recipe.nouscoder.training.online_filter import (
     dataset_problem_ids,
     fully_solved_problems,
     load_problem_id_list,
+    load_solved_problems,
 )
 
 PROBLEMS = [f"p{index}" for index in range(8)]
@@ -77,7 +78,10 @@ def test_removed_set_and_position_survive_save_restore(tmp_path):
 
     restored_filter = SolvedProblemFilter()
     assert restored_filter.load(tmp_path)
-    assert json.loads((tmp_path / STATE_FILE_NAME).read_text()) == {"solved_in_epoch": {"p1": 0, "p2": 0}}
+    assert json.loads((tmp_path / STATE_FILE_NAME).read_text()) == {
+        "solved_in_epoch": {"p1": 0, "p2": 0},
+        "solved_before": [],
+    }
     restored_loader = make_loader(restored_filter)
     restored_loader.load_state_dict(loader_state)
     restored_rest = [row["problem_id"] for row in restored_loader]
@@ -93,3 +97,28 @@ def test_an_epoch_with_every_problem_filtered_says_what_to_do():
     problem_filter.record_solved(set(PROBLEMS[4:]), epoch=0)
     with pytest.raises(RuntimeError, match="online_filter.enable=False"):
         list(loader)
+
+
+def test_the_next_stage_starts_without_what_the_earlier_stages_solved(tmp_path):
+    """32k -> 40k: the 32k stage's saved state (its own solved problems and those handed to it) is the 40k stage's
+    earlier_stage_solved; those problems are out from the 40k stage's first epoch, and its own state hands all of them
+    on again."""
+    first_stage = SolvedProblemFilter(solved_before={"p7"})  # a stage before the 32k one
+    first_stage.record_solved({"p1", "p7"}, epoch=0)  # p7 is not counted twice
+    assert first_stage.online_removed_count == 1
+    first_stage.record_solved({"p2"}, epoch=2)
+    state = first_stage.save(tmp_path / "global_step_9")
+    assert load_solved_problems(state) == {"p1", "p2", "p7"}
+
+    second_stage = SolvedProblemFilter(solved_before=load_solved_problems(state))
+    epoch0 = [row["problem_id"] for row in make_loader(second_stage)]
+    assert sorted(epoch0) == sorted(set(PROBLEMS) - {"p1", "p2", "p7"})
+    second_stage.record_solved({"p3"}, epoch=0)
+    handed_on = second_stage.save(tmp_path / "second")
+    assert load_solved_problems(handed_on) == {"p1", "p2", "p3", "p7"}
+    restored = SolvedProblemFilter()  # a resume of the second stage without the override keeps them out too
+    restored.load(tmp_path / "second")
+    assert restored.is_excluded("p1", 0) and not restored.is_excluded("p3", 0) and restored.is_excluded("p3", 1)
+    (tmp_path / "list.txt").write_text("p4\np5\n")  # a plain list works as well
+    assert load_solved_problems(tmp_path / "list.txt") == {"p4", "p5"}
+    assert not SolvedProblemFilter(online_enabled=False, solved_before={"p4"}).is_excluded("p4", 0)
