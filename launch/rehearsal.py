@@ -83,7 +83,7 @@ def step_row(step: int, data: dict, rollout_gpus: int) -> dict:
         "save_s": timing(data, "save_checkpoint"),
         "validation_s": timing(data, "testing"),
         "tokens_per_s_per_rollout_gpu": round(sequences * response / wall / rollout_gpus, 1)
-        if sequences and wall
+        if sequences and response is not None and wall
         else None,
         "peak_memory_gb": {
             key[len(MEMORY_PREFIX) : -len(MEMORY_SUFFIX)]: round(value, 2)
