@@ -12,7 +12,9 @@ The arithmetic of configs/README.md "Memory arithmetic" (Qwen3-14B on H100s is i
 - log-prob pass: states + bf16 logits of `log_prob_max_token_len_per_gpu` tokens + the entropy's fp32 softmax (over
   chunks of ENTROPY_CHUNK tokens when `entropy_from_logits_with_chunking`) + the gathered layers + slack;
 - the separate-async trainer's rank 0 also holds the NCCL weight-sync engine's send and receive buckets (verl's
-  `checkpoint_engine.update_weights_bucket_megabytes`, allocated through cupy for the whole run);
+  `checkpoint_engine.update_weights_bucket_megabytes`, allocated through cupy) for the whole run with verl's `nccl`
+  backend, which never gives cupy's pool back; with `nouscoder_nccl` (the configs' backend,
+  recipe/nouscoder/training/nccl_release.py) only during the sync, between the passes, so not in them;
 - rollout GPU: vLLM's `gpu_memory_utilization` share (weights / TP, VLLM_OVERHEAD_BYTES of activations and CUDA
   graphs, the rest KV cache) + the weight sync's buckets (standalone pool) + NCCL communicators and the CUDA context;
   a colocated GPU holds the trainer states beside vLLM's share while it generates;
@@ -86,6 +88,9 @@ def gathered_bytes(model: ModelSpec) -> float:
     return (2 * model.layer_params + model.embedding_params) * BF16_BYTES
 
 
+RELEASING_BACKEND = "nouscoder_nccl"  # recipe/nouscoder/training/nccl_release.py BACKEND: buckets freed after each sync
+
+
 def sync_bucket_bytes(config: DictConfig) -> float:
     """The NCCL weight-sync engine's send + receive buckets (none for verl's in-process `naive` hand-over)."""
     engine = config.actor_rollout_ref.rollout.checkpoint_engine
@@ -100,7 +105,7 @@ def trainer_memory(config: DictConfig, model: ModelSpec, gpu: GPUSpec) -> list[R
     """The trainer's training pass and log-prob pass (rank 0 of a separate-async trainer: with the sync buckets)."""
     actor, rollout = config.actor_rollout_ref.actor, config.actor_rollout_ref.rollout
     common = {"states": state_bytes(config, model), "gathered layers": gathered_bytes(model), "slack": SLACK_BYTES}
-    if is_separate_async(config):
+    if is_separate_async(config) and config.actor_rollout_ref.rollout.checkpoint_engine.backend != RELEASING_BACKEND:
         common["weight-sync buckets (rank 0)"] = sync_bucket_bytes(config)
     tokens = int(actor.ppo_max_token_len_per_gpu)
     log_prob_tokens = int(rollout.log_prob_max_token_len_per_gpu)

@@ -133,7 +133,7 @@ def test_a_plan_that_cannot_fit_names_each_role_over_its_memory_and_the_knobs(tm
     ]
     args = ["--nodes", "1", "--gpus-per-node", "8", "--stages", "dapo_32k dapo_40k", "--eval-config", "eval_lcb_80k"]
     _, err = run(tmp_path, capsys, *args, *split, status=2)
-    assert "preflight: ERROR: dapo_32k: trainer, training pass: ~97 GB of 80 (states 59.1 + " in err
+    assert "preflight: ERROR: dapo_32k: trainer, training pass: ~93 GB of 80 (states 59.1 + " in err
     assert "lower it with actor_rollout_ref.actor.fsdp_config.fsdp_size (shard over more GPUs)" in err
     assert "preflight: ERROR: eval_lcb_80k: colocated, generating: ~83 GB of 80" in err
 
