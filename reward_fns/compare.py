@@ -287,26 +287,38 @@ class _LongInt(str):
 
 
 class _IntegerText(str):
-    """An integer of an expected value, kept as its JSON text (``_canonical_expected`` past the conversion limit)."""
+    """An integer of an expected value, kept as its JSON text (``_canonical_expected``: a long one)."""
+
+
+_CONVERTIBLE_DIGITS = 640
+"""Integers of at most this many characters convert under any conversion limit: CPython's lowest allowed
+``sys.set_int_max_str_digits`` (docs "Integer string conversion length limitation"). The limit is process-wide, and
+a caller's thread may change it while another thread compares (data_prep raises it while it converts a dataset): a
+longer integer is never converted here, whatever the limit is at that moment."""
 
 
 def _canonical_expected(text: str) -> str | None:
     """The text the harness would write for the expected JSON value ``text`` (sorted keys, no spaces, ASCII,
-    ``repr`` of numbers), or None when it holds NaN or an infinity, which no returned value can equal. Integers past
-    Python's conversion limit are kept as their digits (``_IntegerText``), never converted.
+    ``repr`` of numbers), or None when it holds NaN or an infinity, which no returned value can equal. Integers
+    longer than ``_CONVERTIBLE_DIGITS`` are kept as their digits (``_IntegerText``), never converted.
 
     Raises:
         GroundTruthError: ``text`` is not valid JSON.
     """
+    long_integers: list[_IntegerText] = []
+
+    def integer(digits: str) -> int | _IntegerText:
+        if len(digits) <= _CONVERTIBLE_DIGITS:
+            return int(digits)
+        long_integers.append(_IntegerText(digits))
+        return long_integers[-1]
+
     try:
-        try:
-            value = json.loads(text)
-        except ValueError as exc:  # an integer past the conversion limit: keep every integer as its text instead
-            if isinstance(exc, json.JSONDecodeError):
-                raise
-            return _canonical_json_of_integer_texts(json.loads(text, parse_int=_IntegerText))
+        value = json.loads(text, parse_int=integer)
     except json.JSONDecodeError as exc:
         raise GroundTruthError(f"expected output of a functional test is not valid JSON: {exc}") from exc
+    if long_integers:
+        return _canonical_json_of_integer_texts(value)
     try:
         return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except ValueError:  # a non-finite float

@@ -222,3 +222,16 @@ def test_data_without_the_columns_a_run_reads_stops_the_job_naming_the_file(tmp_
     assert (
         f"preflight: ERROR: data: data.train_files={train} (dapo_32k) lacks reward_model, extra_info: write it" in err
     )
+
+
+def test_a_second_stage_config_run_first_needs_its_model_named_in_one_line(tmp_path, capsys):
+    args = ["--nodes", "6", "--gpus-per-node", "8", "--stages", "dapo_40k"]
+    _, err = run(tmp_path, capsys, *args, status=2)
+    errors = [line for line in err.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "Traceback" not in err
+    assert (
+        errors[0].startswith("preflight: ERROR: dapo_40k: ") and "actor_rollout_ref.model.path is required" in errors[0]
+    )
+    assert errors[0].endswith("(the launcher: INIT_MODEL=PATH for the first stage's model)")
+    out, _ = run(tmp_path, capsys, *args, "--init-model", "Qwen/Qwen3-14B")
+    assert out[("model", "dapo_40k")] == "Qwen/Qwen3-14B"

@@ -291,15 +291,11 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     command2 = next(line for line in output.splitlines() if "--config-name dapo_40k " in line)
     assert f"actor_rollout_ref.model.path={best1}" in command2 and "trainer.val_before_train=false" in command2
     # It left out what the 32k stage had solved up to the selected checkpoint (the stand-in solves one problem a
-    # step), and its own checkpoints hand both sets on.
+    # step); its own checkpoints hand both sets on, across the retry's resume (checked below, at its last step).
     handed = stage1 / "solved_problems.json"
     assert f"nouscoder.online_filter.earlier_stage_solved={handed}" in command2
     solved_32k = {f"dapo_32k-step{step}" for step in range(1, RESCORED_BEST_STEP + 1)}
     assert load_solved_problems(handed) == solved_32k
-    assert load_solved_problems(stage2 / "checkpoints" / "global_step_2" / STATE_FILE_NAME) == solved_32k | {
-        "dapo_40k-step1",
-        "dapo_40k-step2",
-    }
     assert trainer_calls(stage2 / "checkpoints") == []
     assert (stage2 / "checkpoints" / "latest_checkpointed_iteration.txt").read_text() == "2"
     assert not (stage2 / "best_model").exists() and not (run_dir / "final_eval").exists()
@@ -336,6 +332,9 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     assert resumed["config_name"] == "dapo_40k" and resumed["resumed_from"] == 2
     assert resumed["steps"] == [3, 4, 5, 6] and resumed["outcome"] == "finished"
     assert resumed["overrides"]["trainer.val_before_train"] == "false"
+    assert resumed["overrides"]["nouscoder.online_filter.earlier_stage_solved"] == str(handed)
+    last_state = stage2 / "checkpoints" / f"global_step_{STEPS}" / STATE_FILE_NAME
+    assert load_solved_problems(last_state) == solved_32k | {f"dapo_40k-step{step}" for step in range(1, STEPS + 1)}
     assert (
         resumed["overrides"]["trainer.nnodes"] == "1"
         and resumed["overrides"]["actor_rollout_ref.rollout.nnodes"] == "1"
@@ -717,6 +716,7 @@ def test_a_chain_longer_than_its_time_limit_finishes_across_requeued_jobs_losing
         stand_in_hub,
         sample_data,
         STAGES="dapo_40k",
+        INIT_MODEL="Qwen/Qwen3-14B",  # a second-stage config as the first stage: its model is required
         RESCORE="",
         RUN_EVAL="0",
         SELECT_ARGS="--no-merge",

@@ -273,3 +273,29 @@ def test_every_worst_case_finishes_at_two_megabytes():
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert completed.stdout.count("\n") >= 15, completed.stdout
+
+
+def test_a_long_expected_integer_compares_whatever_another_thread_does_to_the_conversion_limit(monkeypatch):
+    """The conversion limit is process-wide: data_prep raises it while it converts a dataset, in the thread beside
+    the grading pool's. An expected 56,130-digit factorial (a TACO codewars kata) parsed while it was raised and
+    written after it was restored was `wrong_answer` for the right result (seen under load in verify_solutions)."""
+    import math
+
+    previous = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # the other thread has raised the limit
+    try:
+        digits = str(math.factorial(15000))
+        expected, actual = f"[{digits}]", f"[{digits}]"
+        real_loads = json.loads
+
+        def parsed_then_limit_restored(*args, **kwargs):
+            value = real_loads(*args, **kwargs)
+            sys.set_int_max_str_digits(4300)  # ... and restores it between the parse and the writing
+            return value
+
+        monkeypatch.setattr(json, "loads", parsed_then_limit_restored)
+        assert functional_matches(actual, expected, GraderConfig())
+        assert not functional_matches(f"[{digits[:-1]}1]", expected, GraderConfig())
+    finally:
+        monkeypatch.undo()
+        sys.set_int_max_str_digits(previous)
