@@ -246,7 +246,9 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
     # 0, 3, 6, ... (10 of 28) always pass (the stand-in's verdicts) and leave the training data.
     (filter_run,) = trainer_calls(run_dir / "offline_filter" / "run")
     assert filter_run["config_name"] == "offline_filter" and filter_run["model"] == "Qwen/Qwen3-14B"
-    assert filter_run["overrides"]["data.val_files"] == str(train) and filter_run["generations"] == 28 * 8
+    # it generates for the training problems with their tests in extra_info (offline_filter.py prepare)
+    problems = run_dir / "offline_filter" / "problems.parquet"
+    assert filter_run["overrides"]["data.val_files"] == str(problems) and filter_run["generations"] == 28 * 8
     assert filter_run["ray"]["GPU"] == 2 and filter_run["overrides"]["trainer.n_gpus_per_node"] == "2"
     filtered = run_dir / "offline_filter" / "train_filtered.parquet"
     all_ids = [row["problem_id"] for row in pq.read_table(train).column("extra_info").to_pylist()]
@@ -370,10 +372,10 @@ def test_chain_filters_stalls_in_stage_two_and_its_retry_resumes(local_slurm, tm
         "lcb_v6": (16, 8),
         "humanevalplus": (3, 8),
     }
-    assert results["lcb_v6"]["context"] == "81920 (YaRN x2)" and results["lcb_v6"]["sampling"].startswith(
+    assert results["lcb_v6"]["context"] == "81920 (YaRN x2.5)" and results["lcb_v6"]["sampling"].startswith(
         "T 0.6, top-p 0.95"
     )
-    assert "| lcb_v6 | 16 | 8 | 81920 (YaRN x2) |" in (report / "report.md").read_text()
+    assert "| lcb_v6 | 16 | 8 | 81920 (YaRN x2.5) |" in (report / "report.md").read_text()
     assert (report / "humanevalplus" / "pass_at_k.png").is_file()
     # The second retry can no longer start (job 2 succeeded): Slurm cancelled it without running it.
     state, _ = local_slurm.wait_job(job3)

@@ -2,7 +2,7 @@
 the training grader, report beside the seeds' figures.
 
     python -m recipe.nouscoder.eval.eval_lcb --model PATH --data test.parquet [--n 16] [--temperature 0.6] \\
-        [--top-p 0.95] [--max-tokens 40960] [--yarn-factor 2.0] --out DIR
+        [--top-p 0.95] [--max-tokens 40960] [--yarn-factor 2.5] --out DIR
     python -m recipe.nouscoder.eval.eval_lcb --model PATH --data test.parquet --turns 3 --out DIR     # multi-turn
     python -m recipe.nouscoder.eval.eval_lcb --completions FILE --data test.parquet --out DIR
     python -m recipe.nouscoder.eval.eval_lcb --model PATH --data B/lcb_v5.parquet B/codeforces.parquet \\
@@ -132,13 +132,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--yarn-factor",
         type=float,
         default=None,
-        help="YaRN rope scaling factor (NousCoder final eval: 2.0, i.e. 81,920 tokens); none if unset",
+        help="YaRN rope scaling factor (the final evaluation: 2.5 over Qwen3's 32,768 positions, i.e. 81,920 tokens); "
+        "none if unset",
     )
     sampling.add_argument(
         "--original-max-position-embeddings",
         type=int,
-        default=40960,
-        help="the model's native context that --yarn-factor multiplies (Qwen3-14B: 40,960)",
+        default=GenerationSettings.original_max_position_embeddings,
+        help="the model's native context that --yarn-factor multiplies (default %(default)s: Qwen3's, its model card)",
     )
     sampling.add_argument(
         "--max-model-len",

@@ -9,7 +9,7 @@ set before vLLM is imported), problems dealt round-robin to ranks, each rank app
 YaRN (NousCoder "Iterative Context Extension": the 40k model evaluated at 81,920 tokens): vLLM reads the
 model's ``config.json`` itself, so the rope scaling goes in as ``hf_overrides`` (the same override as
 ``configs/eval_lcb_80k.yaml``, plus the model's ``rope_theta``: see ``keep_rope_theta``), and ``max_model_len`` =
-factor x the original 40,960 positions.
+factor x the model's native positions (Qwen3: 32,768, its model card; 2.5 for 81,920).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class GenerationSettings:
     max_tokens: int = 40960
     """Generated tokens per sample, at most (each request is also capped by max_model_len - prompt tokens)."""
     yarn_factor: float | None = None
-    original_max_position_embeddings: int = 40960
+    original_max_position_embeddings: int = 32768
     max_model_len: int | None = None
     """None: factor x original positions with YaRN, else the model's own limit."""
     seed: int = 0

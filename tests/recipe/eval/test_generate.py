@@ -122,7 +122,7 @@ def test_cli_model_path_generates_grades_and_reports(tmp_path: Path) -> None:
         "--n",
         "4",
         "--yarn-factor",
-        "2.0",
+        "2.5",
         "--workers",
         "2",
         "--time-limit-s",
@@ -137,8 +137,8 @@ def test_cli_model_path_generates_grades_and_reports(tmp_path: Path) -> None:
     assert results["summary"]["pass_at_k"]["2"] == pytest.approx((0 + (1 - 3 / 6) + (1 - 1 / 6)) / 3)
     assert results["settings"]["length_unit"] == "tokens"
     assert results["settings"]["effective_max_model_len"] == 81920
-    assert results["settings"]["effective_hf_overrides"]["rope_scaling"]["factor"] == 2.0
-    assert results["settings"]["yarn_factor"] == 2.0 and results["settings"]["context"] == "81920 (YaRN x2)"
+    assert results["settings"]["effective_hf_overrides"]["rope_scaling"]["factor"] == 2.5
+    assert results["settings"]["yarn_factor"] == 2.5 and results["settings"]["context"] == "81920 (YaRN x2.5)"
     assert results["summary"]["overlong_ratio"] == pytest.approx(9 / 12)
     assert len(read_records([out / "graded.jsonl"])) == 12
 
@@ -155,8 +155,8 @@ def test_request_seeds_shards_and_yarn_overrides() -> None:
         "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 40960},
         "max_position_embeddings": 81920,
     }
-    settings = GenerationSettings(model="m", yarn_factor=2.0, hf_overrides={"max_position_embeddings": 90000})
-    assert settings.effective_max_model_len() == 81920
+    settings = GenerationSettings(model="m", yarn_factor=2.5, hf_overrides={"max_position_embeddings": 90000})
+    assert settings.effective_max_model_len() == 81920  # 2.5 x Qwen3's 32,768 native positions (the default)
     assert settings.effective_hf_overrides()["max_position_embeddings"] == 90000
     with pytest.raises(ValueError, match="> 1"):
         yarn_hf_overrides(1.0, 40960)
