@@ -349,11 +349,19 @@ def run_main_script(code: types.CodeType) -> int:
     return _finalize(status, tear_down=True)
 
 
+def _parsed_stdin(parse: Any) -> Any:
+    """``parse`` of the test's stdin with no limit on an integer's digits; the program then runs under CPython's
+    default limit (4,300 digits), as under ``python3``."""
+    _set_int_digits(0)
+    try:
+        return parse(sys.stdin.buffer.read().decode("utf-8"))
+    finally:
+        _set_int_digits(4300)
+
+
 def run_functional(code: types.CodeType, fn_name: str) -> int:
     """Parse the arguments from stdin, run the definitions, call the function, write the result to RESULT_FD."""
-    _set_int_digits(0)
-    arguments = _parse_arguments(sys.stdin.buffer.read().decode("utf-8"))
-    _set_int_digits(4300)
+    arguments = _parsed_stdin(_parse_arguments)
     namespace = _program_namespace("solution")
     try:
         exec(code, namespace)
@@ -394,9 +402,7 @@ def run_evalplus(code: types.CodeType, fn_name: str) -> int:
     """EvalPlus's test program without the assertion (module docstring): import the program as ``solution``, call
     ``fn_name`` on each input of stdin's ``{"calls": [...], "time_limits_s": [...]}``, one RESULT_FD line per call.
     A call that raises (``SystemExit`` included, as EvalPlus catches ``BaseException``) or overruns ends the run."""
-    _set_int_digits(0)
-    request = _json_loads(sys.stdin.buffer.read().decode("utf-8"))
-    _set_int_digits(4300)
+    request = _parsed_stdin(_json_loads)
     namespace = _program_namespace("solution")
     try:
         exec(code, namespace)
