@@ -30,7 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from tests.launch.test_slurm_chain import REPO, launch_env
 from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.integration, pytest.mark.long(3), pytest.mark.timeout(3600)]
 STAGE = "rehearsal_cpu"
 STEPS, KILL_AFTER = 4, 2
 

@@ -31,7 +31,7 @@ from recipe.nouscoder.training.online_filter import STATE_FILE_NAME, load_solved
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.integration  # a real Slurm / Ray cluster and the stage chain end to end
+pytestmark = [pytest.mark.integration, pytest.mark.long(2)]  # a real Slurm / Ray cluster and the stage chain end to end
 STEPS = 6
 # The stand-in's validation score peaks at step (STEPS + 1) // 2 = 3 and falls afterwards ...
 BEST_STEP = 3

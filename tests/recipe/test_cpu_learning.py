@@ -43,7 +43,7 @@ from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME, read_step_metrics
 from recipe.nouscoder.training.online_filter import STATE_FILE_NAME
 from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.integration, pytest.mark.long(1), pytest.mark.timeout(2400)]
 
 CONFIG = "debug_cpu_learn_async"
 STEPS = 6
