@@ -705,12 +705,13 @@ def test_an_offline_hub_id_and_an_over_budget_prompt_stop_the_job_before_ray(
 def test_a_chain_longer_than_its_time_limit_finishes_across_requeued_jobs_losing_no_step(
     local_slurm, tmp_path, sample_data, stand_in_hub
 ):
-    """One training stage of 32 stand-in steps of 4 s (a save every 5) under --time=3: each job asks the
+    """One training stage of 24 stand-in steps of 3 s (a save every 5) under --time=2: each job asks the
     trainer to save and stop SAVE_BEFORE_LIMIT_S before its limit, requeues itself (same job id, its output appended)
-    and the next run resumes from that save; the chain completes with no step trained twice."""
+    and the next run resumes from that save; the chain completes with no step trained twice. (The first job reaches
+    its first step ~20 s after it starts: 75 s before the stop request leave it about 18 steps.)"""
     ray_root = local_slurm.root / "ray_time"
     ray_root.mkdir()
-    steps = 32
+    steps = 24
     env = launch_env(
         local_slurm,
         tmp_path,
@@ -723,11 +724,11 @@ def test_a_chain_longer_than_its_time_limit_finishes_across_requeued_jobs_losing
         RUN_EVAL="0",
         SELECT_ARGS="--no-merge",
         FAKE_TRAINER_STEPS=str(steps),
-        FAKE_TRAINER_STEP_SECONDS="4",
+        FAKE_TRAINER_STEP_SECONDS="3",
         FAKE_TRAINER_SAVE_EVERY="5",
         SAVE_BEFORE_LIMIT_S="45",
     )
-    command = ("--nodes=1", f"--nodelist={local_slurm.node_name}", f"--gpus-per-node={local_slurm.gpus}", "--time=3")
+    command = ("--nodes=1", f"--nodelist={local_slurm.node_name}", f"--gpus-per-node={local_slurm.gpus}", "--time=2")
     job, state, exit_code, output = local_slurm.run_job(
         *command,
         str(REPO / "launch" / "run_dapo_32k_to_40k.sh"),
@@ -751,6 +752,6 @@ def test_a_chain_longer_than_its_time_limit_finishes_across_requeued_jobs_losing
     assert requeues == [str(job)] * (len(runs) - 1), output
     assert output.count("asking '") == len(runs) - 1 and "save at the end of its step and stop" in output
     print(
-        f"\nTIME LIMIT: --time=3 for {steps} steps of 4 s: {len(runs)} jobs, steps per job {[len(run) for run in runs]}, 0 repeated"
+        f"\nTIME LIMIT: --time=2 for {steps} steps of 3 s: {len(runs)} jobs, steps per job {[len(run) for run in runs]}, 0 repeated"
     )
     assert local_slurm.processes_mentioning(str(ray_root)) == [], "Ray processes left"
