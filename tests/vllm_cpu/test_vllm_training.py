@@ -52,6 +52,41 @@ def shared_memory_segments() -> set[str]:
     return {entry.name for entry in SHARED_MEMORY.iterdir() if entry.name.startswith(SEGMENT_PREFIXES)}
 
 
+def inodes_in_use() -> set[int]:
+    """The inodes of the /dev/shm files that a live process has mapped or open: the segments of the tests running
+    alongside (make test runs this tier beside the integration tier, whose spawned processes hold ``sem.mp-*``
+    semaphores). By inode: glibc maps a semaphore under a temporary name, then links it to its own."""
+    prefix = f"{SHARED_MEMORY}/"
+    used = set()
+    for process in Path("/proc").iterdir():
+        if not process.name.isdigit():
+            continue
+        try:
+            for line in (process / "maps").read_text().splitlines():
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].startswith(prefix):
+                    used.add(int(fields[4]))
+            for fd in (process / "fd").iterdir():
+                if os.readlink(fd).startswith(prefix):
+                    used.add(fd.stat().st_ino)
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return used
+
+
+def leaked_segments(before: set[str]) -> set[str]:
+    """Segments created since ``before`` that are still there and that no live process holds: left behind."""
+    used = inodes_in_use()
+    leaked = set()
+    for name in shared_memory_segments() - before:
+        try:
+            if (SHARED_MEMORY / name).stat().st_ino not in used:
+                leaked.add(name)
+        except FileNotFoundError:  # unlinked meanwhile
+            continue
+    return leaked
+
+
 @dataclass
 class Invocations:
     run_dir: Path
@@ -94,7 +129,7 @@ class Invocations:
         self.log += output
         assert completed.returncode == 0, f"run exited {completed.returncode}:\n{output[-6000:]}"
         self.leftover_processes += processes_marked(self.marker, grace_s=EXIT_GRACE_S)
-        self.leftover_segments |= shared_memory_segments() - before
+        self.leftover_segments |= leaked_segments(before)
 
 
 def steps_of(records: list[dict]) -> dict[int, dict]:

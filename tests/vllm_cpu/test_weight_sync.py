@@ -29,7 +29,7 @@ from recipe.nouscoder.cpu import prepare_cpu_run
 from recipe.nouscoder.training.rollout_shutdown import shut_down_vllm_engines
 from tests.recipe.cpu.test_known_answers import prompt_of
 from tests.recipe.multi_turn.test_configs import composed
-from tests.vllm_cpu.test_vllm_training import shared_memory_segments
+from tests.vllm_cpu.test_vllm_training import leaked_segments, shared_memory_segments
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -124,7 +124,7 @@ def test_synced_weights_are_the_ones_vllm_samples_with(rollout_setup, tiny_model
 
     before = shared_memory_segments()
     results = asyncio.run(run())
-    assert shared_memory_segments() - before == set()  # vLLM's engine core and worker unlinked their queues
+    assert leaked_segments(before) == set()  # vLLM's engine core and worker unlinked their queues
 
     def errors(step: int, model: torch.nn.Module) -> list[float]:
         return [max_log_prob_error(model, prompt, out) for prompt, out in zip(prompts, results[step], strict=True)]
