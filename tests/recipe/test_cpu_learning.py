@@ -9,24 +9,24 @@ NousCoder's separate-async trainer (a standalone hf_cpu server sampling while th
 ``cpu_gloo``), microcoder_grpo with a repetition window + GSPO+ with sequence-level TIS, dynamic sampling and the
 online filter on, every response the model's own (no known answers).
 
-- The real run goes twice: steps 1-3 with a checkpoint at step 3 and verl's whole console, then the same command
-  with 6 steps, which must resume at step 4 with the online-filter state of step 3, printing the progress console
-  (``nouscoder.console=progress``). Rewards from the Ray grading pool (``reward_fns.async_score``).
+- The real run: 6 steps, validated before the first and every 3, printing the progress console
+  (``nouscoder.console=progress``). Rewards from the Ray grading pool (``reward_fns.async_score``). (Resuming this
+  trainer with its online-filter state is the rehearsal's: tests/launch/test_rehearsal.py kills it inside a step.)
 - The control, ``nouscoder.negative_control.mode=shuffle_rewards`` (each group's rewards permuted among its
   responses: the same group statistics, no information), 6 steps validated after the last one only (it starts from
-  the same model, so the real run's step-0 validation is its start too). Rewards from the synchronous grader in
-  verl's reward-loop workers (``reward_fns.verl_reward``), so both reward paths run in a real trainer.
+  the same model, so the real run's step-0 validation is its start too), with verl's whole console. Rewards from the
+  synchronous grader in verl's reward-loop workers (``reward_fns.verl_reward``), so both reward paths run in a real
+  trainer.
 
 Margins (seeded inputs; the order in which requests batch still varies run to run): in STEPS steps the real run gains
 +0.3-0.4 of held-out pass rate and the shuffled control loses up to 0.1 (4 samples on each of 64 held-out problems:
 one estimate varies by about 0.03). Required: a gain of at least MIN_GAIN, a control at most MAX_CONTROL_GAIN above
-the start, and the real run at least MIN_SEPARATION above the control. Cost: about 6 minutes on 2 cores: the warm
-start 55 s, three invocations of 1-2 minutes.
+the start, and the real run at least MIN_SEPARATION above the control. Cost: about 4-5 minutes on 2 cores: the warm
+start 55 s, two invocations of 1-2 minutes.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -40,14 +40,13 @@ import pytest
 from recipe.nouscoder.cpu import learning_inputs
 from recipe.nouscoder.run.learning_curve import validation_curve
 from recipe.nouscoder.run.run_dir import METRICS_FILE_NAME, read_step_metrics
-from recipe.nouscoder.training.online_filter import STATE_FILE_NAME
-from tests.recipe.cpu_runs import E2E_MARKER_ENV, metrics, processes_marked
+from tests.recipe.cpu_runs import E2E_MARKER_ENV, processes_marked
 
 pytestmark = [pytest.mark.integration, pytest.mark.long(1), pytest.mark.timeout(2400)]
 
 CONFIG = "debug_cpu_learn_async"
 STEPS = 6
-RESUME_AT = 3
+VALIDATE_EVERY = 3
 MIN_GAIN = 0.15
 MAX_CONTROL_GAIN = 0.12
 MIN_SEPARATION = 0.20
@@ -97,11 +96,9 @@ class LearningRuns:
 def runs(tmp_path_factory) -> LearningRuns:
     runs = LearningRuns(tmp_path_factory.mktemp("cpu_learning"))
     inputs = learning_inputs(CONFIG, runs.out / "inputs")
-    checkpointed = [f"trainer.test_freq={RESUME_AT}", f"trainer.save_freq={RESUME_AT}"]
-    runs.invoke("real", "real", RESUME_AT, *inputs, *checkpointed, "nouscoder.console=full")
-    resumed = [*checkpointed, "trainer.val_before_train=false", "nouscoder.console=progress"]
-    runs.invoke("real, resumed", "real", STEPS, *inputs, *resumed)
-    runs.invoke("control", "control", STEPS, *inputs, f"trainer.test_freq={STEPS}", *CONTROL, SYNC_GRADER)
+    runs.invoke("real", "real", STEPS, *inputs, f"trainer.test_freq={VALIDATE_EVERY}", "nouscoder.console=progress")
+    full_console = "nouscoder.console=full"
+    runs.invoke("control", "control", STEPS, *inputs, f"trainer.test_freq={STEPS}", *CONTROL, SYNC_GRADER, full_console)
     runs.leftover = processes_marked(runs.marker)
     print(f"learning runs: wall {runs.wall_s} s")
     return runs
@@ -109,7 +106,7 @@ def runs(tmp_path_factory) -> LearningRuns:
 
 def test_reinforcement_learning_raises_the_held_out_pass_rate_and_the_control_does_not(runs):
     real, control = validation_curve(runs.step_metrics("real")), validation_curve(runs.step_metrics("control"))
-    assert sorted(real) == [0, RESUME_AT, STEPS] and sorted(control) == [STEPS], (real, control)
+    assert sorted(real) == [0, VALIDATE_EVERY, STEPS] and sorted(control) == [STEPS], (real, control)
     start, real_end, control_end = real[0], real[STEPS], control[STEPS]
     figures = f"held-out pass rate: start {start:.3f}, after {STEPS} steps {real_end:.3f}, control {control_end:.3f}"
     assert 0.05 <= start <= 0.4, f"the warm start is off its design: {figures}"
@@ -141,22 +138,12 @@ def test_the_runs_were_the_recipes_loop_on_the_models_own_responses(runs):
         assert all(("grading/latency_s/p50" in step) == (name == "real") for step in steps)
         control = [step.get("nouscoder/negative_control/active", 0.0) for step in steps]
         assert control == ([1.0] * STEPS if name == "control" else [0.0] * STEPS)
-    assert "microcoder_grpo" in runs.logs["real"] and "gspo_plus" in runs.logs["real"]
-
-
-def test_a_second_invocation_resumes_with_the_online_filter_state(runs):
-    run_dir = runs.out / "real"
-    first, resumed = metrics(run_dir / "metrics.1.jsonl"), metrics(run_dir / METRICS_FILE_NAME)
-    assert sorted({record["step"] for record in first}) == [0, 1, 2, 3]  # step 0: validation before training
-    assert sorted({record["step"] for record in resumed}) == [4, 5, 6]
-    saved = json.loads((run_dir / f"global_step_{RESUME_AT}" / STATE_FILE_NAME).read_text())["solved_in_epoch"]
-    step_4 = runs.step_metrics("real")[RESUME_AT + 1]
-    assert step_4["nouscoder/online_filter/removed_problems"] >= len(saved)
-    assert (run_dir / f"global_step_{STEPS}" / STATE_FILE_NAME).is_file()
+    full_console = "".join(log.read_text() for log in (runs.out / "real" / "logs").glob("main_*.log"))
+    assert "microcoder_grpo" in full_console and "gspo_plus" in full_console
 
 
 def test_the_progress_console_shows_a_line_per_step_and_keeps_the_rest_in_a_log(runs):
-    console = runs.logs["real, resumed"]
+    console = runs.logs["real"]
     logs = sorted((runs.out / "real" / "logs").glob("main_*.log"))
     assert "workers ready after" in console and f"step {STEPS}/{STEPS} | reward " in console, console
     assert any(f"full console: {log}" in console for log in logs), console
