@@ -53,9 +53,9 @@ def shared_memory_segments() -> set[str]:
 
 
 def inodes_in_use() -> set[int]:
-    """The inodes of the /dev/shm files that a live process has mapped or open: the segments of the tests running
-    alongside (make test runs this tier beside the integration tier, whose spawned processes hold ``sem.mp-*``
-    semaphores). By inode: glibc maps a semaphore under a temporary name, then links it to its own."""
+    """The inodes of the /dev/shm files that a live process has mapped or open: the segments of whatever runs
+    alongside (another suite's spawned processes hold ``sem.mp-*`` semaphores while they live). By inode: glibc maps
+    a semaphore under a temporary name, then links it to its own."""
     prefix = f"{SHARED_MEMORY}/"
     used = set()
     for process in Path("/proc").iterdir():
