@@ -26,7 +26,7 @@ from typing import Any
 
 import ray
 from ray.actor import ActorHandle
-from ray.exceptions import NodeDiedError, RayActorError, RayError, WorkerCrashedError
+from ray.exceptions import ActorUnavailableError, NodeDiedError, RayActorError, RayError, WorkerCrashedError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from reward_fns.ray_pool.config import PoolConfig
@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 WORKER_START_TIMEOUT_S = 300.0
 """How long a (re)started worker may take to answer before it is retired."""
+RESTART_POLL_S = 0.5
+"""How often a worker Ray is still restarting is asked again for its pid."""
 _TEST_COUNT_CACHE = 4096
 
 
@@ -140,7 +142,8 @@ class GradingDispatcher:
             for index, node_id in enumerate(plan_workers(config, ray.nodes()))
         ]
         self._live = len(self._slots)
-        self._idle: asyncio.Queue[_Slot | None] | None = None
+        self._idle: asyncio.Queue[_Slot | None] = asyncio.Queue()  # binds to the actor's loop at first use
+        self._started = False
         self._waiting = 0
         self._busy: dict[tuple[Hashable, int], _Busy] = {}
         self._job_ids = itertools.count()
@@ -231,8 +234,8 @@ class GradingDispatcher:
     # ------------------------------------------------------------------ worker life cycle
 
     def _start(self) -> None:
-        if self._idle is None:
-            self._idle = asyncio.Queue()
+        if not self._started:
+            self._started = True
             for slot in self._slots:
                 self._spawn(self._revive(slot))
 
@@ -252,7 +255,7 @@ class GradingDispatcher:
     async def _revive(self, slot: _Slot) -> None:
         """Wait until a (re)started worker answers, then make it idle; retire it if it never does."""
         try:
-            slot.pid = await asyncio.wait_for(_awaitable(slot.handle.pid.remote()), WORKER_START_TIMEOUT_S)
+            slot.pid = await pid_once_restarted(slot.handle, WORKER_START_TIMEOUT_S)
         except (RayError, TimeoutError) as exc:
             if "IsolationUnavailableError" in str(exc):
                 self._fatal = f"sandbox workers refuse to start: {exc}"
@@ -449,6 +452,24 @@ def _combine_chunks(results: Mapping[int, GradeResult], total: int, elapsed_s: f
     return GradeResult(
         failed.verdict, passed, total, elapsed_s, max_test, f"chunk from test {start}: {failed.detail}", failed.extra
     )
+
+
+async def pid_once_restarted(handle: ActorHandle, timeout_s: float) -> int:
+    """The worker's pid as soon as it answers, asking again while Ray is still restarting it.
+
+    With ``max_task_retries=0`` a call that reaches an actor Ray is restarting fails at once with
+    ``ActorUnavailableError`` ("The actor is restarting"); on a loaded node the restart takes seconds, so the first
+    call after a death often lands there. Any other Ray error (``ActorDiedError``: restarts spent) or the timeout
+    is raised.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return await asyncio.wait_for(_awaitable(handle.pid.remote()), max(deadline - time.monotonic(), 0.0))
+        except ActorUnavailableError:
+            if time.monotonic() + RESTART_POLL_S >= deadline:
+                raise
+            await asyncio.sleep(RESTART_POLL_S)
 
 
 async def _awaitable(ref: ray.ObjectRef) -> Any:

@@ -1,11 +1,13 @@
 """Pool pieces that need no Ray cluster: settings, worker placement, the problem cache, step metrics."""
 
+import asyncio
 import json
 import math
 
 import pytest
+from ray.exceptions import ActorDiedError, ActorUnavailableError
 
-from reward_fns.ray_pool import PoolConfig, grading_step_metrics, plan_workers, pool_config
+from reward_fns.ray_pool import PoolConfig, dispatcher, grading_step_metrics, plan_workers, pool_config
 from reward_fns.ray_pool.cache import ProblemCache, content_key, ground_truth_text
 from reward_fns.ray_pool.metrics import columns_from_samples
 from reward_fns.types import GroundTruthError
@@ -116,3 +118,42 @@ def test_step_metrics_against_explicit_counts_and_nearest_rank_percentiles():
         1,
         1,
     )
+
+
+class RestartingWorker:
+    """An actor handle whose ``pid.remote()`` answers like Ray's for a worker it is restarting: the given errors
+    first, then the pid."""
+
+    def __init__(self, errors: list[Exception]) -> None:
+        self.errors = errors
+        self.calls = 0
+        self.pid = self
+
+    def remote(self):
+        self.calls += 1
+
+        async def answer() -> int:
+            if self.errors:
+                raise self.errors.pop(0)
+            return 4242
+
+        return answer()
+
+
+def restarting() -> ActorUnavailableError:
+    return ActorUnavailableError("The actor is temporarily unavailable: IOError: The actor is restarting.", None)
+
+
+def test_a_worker_still_restarting_is_asked_again_and_a_dead_one_is_not(monkeypatch):
+    monkeypatch.setattr(dispatcher, "RESTART_POLL_S", 0.01)
+    worker = RestartingWorker([restarting(), restarting()])
+    assert asyncio.run(dispatcher.pid_once_restarted(worker, 5.0)) == 4242
+    assert worker.calls == 3
+    dead = RestartingWorker([ActorDiedError()])
+    with pytest.raises(ActorDiedError):
+        asyncio.run(dispatcher.pid_once_restarted(dead, 5.0))
+    assert dead.calls == 1
+    never = RestartingWorker([restarting() for _ in range(1000)])
+    with pytest.raises(ActorUnavailableError):
+        asyncio.run(dispatcher.pid_once_restarted(never, 0.1))
+    assert 2 <= never.calls < 20
