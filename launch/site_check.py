@@ -239,8 +239,17 @@ def probe_nccl(report: NodeReport) -> None:
     except Exception as error:  # ImportError, CUDARuntimeError, NcclError: any of them stops the weight sync
         report.add("nccl", "error", f"cupy's NCCL does not work: {type(error).__name__}: {error}", fix)
         return
-    from ray.util.collective import nccl_available
-
+    try:
+        from ray.util.collective import nccl_available
+    except ImportError as error:
+        report.add(
+            "nccl",
+            "error",
+            f"cupy's NCCL all-reduced, but Ray does not import here ({error}): verl's weight sync runs through Ray's "
+            "collective library",
+            f"activate the job's environment on {node} (make setup-gpu) before sbatch",
+        )
+        return
     if not nccl_available():
         report.add(
             "nccl",

@@ -121,14 +121,27 @@ def torch_allreduce(world: World, rank: int, device: str) -> dict:
     return {"library": f"torch.distributed ({world.backend})", "seconds": seconds}
 
 
+def nccl_id_text(unique_id: bytes | tuple[int, ...]) -> str:
+    """cupy's NCCL unique id as text for the store: bytes from cupy 14 on, a tuple of C chars before (cupy/cupy
+    PR 9438), each given back in its own type by `nccl_id_from_text`."""
+    if isinstance(unique_id, bytes):
+        return json.dumps({"bytes": unique_id.hex()})
+    return json.dumps({"chars": list(unique_id)})
+
+
+def nccl_id_from_text(text: str) -> bytes | tuple[int, ...]:
+    value = json.loads(text)
+    return bytes.fromhex(value["bytes"]) if "bytes" in value else tuple(value["chars"])
+
+
 def cupy_allreduce(world: World, rank: int, local: int, server) -> dict:
     """The same through cupy's NCCL communicator, its unique id shared through the store."""
     import cupy
     from cupy.cuda import nccl
 
     if rank == 0:
-        server.set("cupy_nccl_id", json.dumps(list(nccl.get_unique_id())))
-    unique_id = tuple(json.loads(server.get("cupy_nccl_id")))
+        server.set("cupy_nccl_id", nccl_id_text(nccl.get_unique_id()))
+    unique_id = nccl_id_from_text(server.get("cupy_nccl_id").decode())
     with cupy.cuda.Device(local):
         communicator = nccl.NcclCommunicator(world.size, unique_id, rank)
         count = world.size_bytes // 4
@@ -171,10 +184,12 @@ def worker(world: World, local: int, host: str, port: int, results) -> None:
         outcome = [torch_allreduce(world, rank, device)]
         if world.cupy:
             outcome.append(cupy_allreduce(world, rank, local, server))
-        dist.destroy_process_group()
         results.put({"rank": rank, "ok": True, "runs": outcome})
     except Exception as error:
         results.put({"rank": rank, "ok": False, "error": f"{type(error).__name__}: {error}"})
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def run_node(world: World, host: str, rendezvous: Path) -> list[dict]:

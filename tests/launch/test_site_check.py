@@ -144,6 +144,21 @@ def test_bus_bandwidth_is_nccl_tests_definition():
     assert site_collective.bus_bandwidth(1e9, 1.0, 2) == pytest.approx(1e9)
 
 
+@pytest.mark.parametrize(
+    "unique_id",
+    [bytes(range(128)), tuple(range(-64, 64))],
+    ids=["cupy 14: bytes", "cupy 13: signed chars"],
+)
+def test_the_nccl_id_crosses_the_store_in_the_type_cupy_gave(unique_id):
+    """cupy 14's NcclCommunicator takes the bytes its get_unique_id gives and rejects a tuple (cupy/cupy PR 9438);
+    cupy 13 gives and takes a tuple of C chars. Seen on an H200 with cupy 14.2: the tuple failed with "Argument
+    'commId' has incorrect type (expected bytes, got tuple)"."""
+    text = site_collective.nccl_id_text(unique_id)
+    assert isinstance(text, str)
+    assert site_collective.nccl_id_from_text(text) == unique_id
+    assert type(site_collective.nccl_id_from_text(text)) is type(unique_id)
+
+
 @pytest.mark.integration  # a program that starts worker processes
 def test_a_node_that_never_joins_the_all_reduce_is_named(tmp_path):
     command = [sys.executable, str(REPO / "launch" / "site_collective.py"), "--node-rank", "0", "--nodes", "n1 n2"]
