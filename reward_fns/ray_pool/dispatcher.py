@@ -460,12 +460,13 @@ async def pid_once_restarted(handle: ActorHandle, timeout_s: float) -> int:
     With ``max_task_retries=0`` a call that reaches an actor Ray is restarting fails at once with
     ``ActorUnavailableError`` ("The actor is restarting"); on a loaded node the restart takes seconds, so the first
     call after a death often lands there. Any other Ray error (``ActorDiedError``: restarts spent) or the timeout
-    is raised.
+    is raised. Each call gets at least one poll interval, so a stalled event loop never asks with no time at all.
     """
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            return await asyncio.wait_for(_awaitable(handle.pid.remote()), max(deadline - time.monotonic(), 0.0))
+            remaining_s = max(deadline - time.monotonic(), RESTART_POLL_S)
+            return await asyncio.wait_for(_awaitable(handle.pid.remote()), remaining_s)
         except ActorUnavailableError:
             if time.monotonic() + RESTART_POLL_S >= deadline:
                 raise
