@@ -234,7 +234,7 @@ CPU = "recipe/nouscoder/cpu/"
 VLLM_SERVER = f"{VLLM_MODULES}.vllm_async_server:vLLMHttpServer"
 
 CONTRACT = [
-    # The six private trainer methods the trainers override (called by verl's fit/step; renamed = never called).
+    # The seven private trainer methods the trainers override (called by verl's fit/step; renamed = never called).
     Internal(
         "PPOTrainer._build_replay_buffer",
         f"{TRAINER}: the buffer the dynamic-sampling cap specialises",
@@ -287,6 +287,26 @@ CONTRACT = [
         "PPOTrainer._load_checkpoint",
         f"{TRAINER}: online-filter state restored from the resumed folder",
         lambda: require_override(TRAINER_BASE, "_load_checkpoint", f"{TRAINER_BASE}._setup"),
+    ),
+    Internal(
+        "PPOTrainer._val_metrics_update -> metric_utils.bootstrap_metric",
+        f"{TRAINER} and recipe/nouscoder/training/validation_bootstrap.py: verl's validation figures, vectorized",
+        lambda: (
+            require_override(TRAINER_BASE, "_val_metrics_update", f"{TRAINER_BASE}._validate"),
+            require_source(f"{TRAINER_BASE}._val_metrics_update", "process_validation_metrics("),
+            require_source(
+                "verl.trainer.ppo.metric_utils:process_validation_metrics",
+                "bootstrap_metric(",
+                "reduce_fns=reduce_fns_best_worst",
+                "n_bootstrap=n_bootstrap",
+                "seed=seed",
+            ),
+            require_source(
+                "verl.trainer.ppo.metric_utils:bootstrap_metric",
+                "np.random.seed(seed)",
+                "np.random.choice(n_data, size=(n_bootstrap, subset_size), replace=True)",
+            ),
+        ),
     ),
     # Public hooks and attributes the mixin leans on.
     Internal(

@@ -30,6 +30,8 @@ and ``nouscoder_separate_async`` (verl's ``PPOTrainerSeparateAsync``). Options l
 * ``_save_checkpoint`` / ``_load_checkpoint``: the online-filter state in ``global_step_N/``.
 * ``get_llm_client``: verl's rollout client (the separate-async trainer: ``ExtraFieldsClient``), or its variant with
   the CPU mode's known answers when they are on (cpu/known_answer_client.py).
+* ``_val_metrics_update``: verl's validation statistics, with their best@n / worst@n bootstrap vectorized (the
+  same figures; validation_bootstrap.py).
 * ``fit``: after verl's loop, the rollout's vLLM engines are shut down cleanly (rollout_shutdown.py).
 """
 
@@ -79,6 +81,7 @@ from recipe.nouscoder.training.step_metrics import (
 )
 from recipe.nouscoder.training.stop_request import acknowledge, stop_requested, verl_saves_step
 from recipe.nouscoder.training.temperature import MANAGER_CLASS_FQN, TemperatureSchedule, attach_temperature
+from recipe.nouscoder.training.validation_bootstrap import vectorized_bootstrap
 from verl_ext.advantage_inputs import advantage_inputs_from_fields, provide_advantage_inputs
 from verl_ext.estimator_options import MicrocoderOptions
 
@@ -204,6 +207,11 @@ class NousCoderTrainerMixin(_VerlTrainer):
         self.sequence_tis = SequenceTISOptions.from_config(self.nouscoder.get("sequence_tis"))
         self.rollout_correction = active_rollout_correction(config)
         super().__init__(config)
+
+    def _val_metrics_update(self, *args, **kwargs) -> dict[str, float]:
+        """verl's validation statistics, the bootstrap vectorized (validation_bootstrap.py: the same figures)."""
+        with vectorized_bootstrap():
+            return super()._val_metrics_update(*args, **kwargs)
 
     def fit(self, agent_loop_manager):
         """verl's training loop; then the rollout's vLLM engines are shut down (rollout_shutdown.py)."""
