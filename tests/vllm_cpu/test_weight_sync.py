@@ -29,7 +29,7 @@ from recipe.nouscoder.cpu import prepare_cpu_run
 from recipe.nouscoder.training.rollout_shutdown import shut_down_vllm_engines
 from tests.recipe.cpu.test_known_answers import prompt_of
 from tests.recipe.multi_turn.test_configs import composed
-from tests.vllm_cpu.test_vllm_training import leaked_segments, shared_memory_segments
+from tests.vllm_cpu.vllm_runs import leaked_segments, shared_memory_segments
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
