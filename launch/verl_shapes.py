@@ -134,8 +134,8 @@ def fitting_nodes(shape: Shape) -> list[int]:
 
 
 def mini_batch_by_data_parallel(shape: Shape, model: ModelSpec | None) -> str | None:
-    if shape.mini_sequences % shape.data_parallel == 0:
-        return None
+    if shape.trainer_gpus % shape.ulysses or shape.mini_sequences % shape.data_parallel == 0:
+        return None  # (a Ulysses size that does not divide the GPUs has no data-parallel size: ulysses_gpus names it)
     fixes = [f"actor_rollout_ref.actor.ulysses_sequence_parallel_size={size}" for size in fitting_ulysses(shape, model)]
     if not shape.separate_async:
         now = shape.trainer_gpus // shape.gpus_per_node
@@ -150,7 +150,7 @@ def mini_batch_by_data_parallel(shape: Shape, model: ModelSpec | None) -> str | 
 
 
 def balance_padding(shape: Shape, _model: ModelSpec | None) -> str | None:
-    if not shape.padding or shape.mini_sequences % shape.data_parallel:
+    if shape.trainer_gpus % shape.ulysses or not shape.padding or shape.mini_sequences % shape.data_parallel:
         return None  # (a mini-batch that does not divide pads too: the rule above names it)
     return (
         f"each update of {shape.update_sequences:,} sequences is padded with {shape.padding:,} synthetic ones to a "

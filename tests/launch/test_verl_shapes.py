@@ -144,6 +144,17 @@ def test_each_rule_fires_on_a_shape_that_breaks_it(name, overrides, rule):
     assert {r.name for r in RULES} >= {rule}
 
 
+def test_a_ulysses_group_larger_than_the_trainer_gpus_is_named_not_a_crash():
+    """One trainer GPU holds no Ulysses group of 4: no data-parallel size exists, the rules that divide by it stay
+    quiet and the Ulysses rule names the misfit."""
+    one_gpu = ["trainer.nnodes=1", "trainer.n_gpus_per_node=1"]
+    one_gpu += ["actor_rollout_ref.rollout.nnodes=1", "actor_rollout_ref.rollout.n_gpus_per_node=1"]
+    config = compose("dapo_32k", one_gpu)
+    found = violations(config, "dapo_32k", resolve_model("Qwen/Qwen3-14B"))
+    assert "Ulysses size by trainer GPUs" in {v.rule.name for v in found}
+    assert "data-parallel" not in " ".join(v.rule.name for v in found)
+
+
 def test_a_validation_only_config_is_held_to_the_rollout_rules_only():
     config = compose("eval_lcb_80k", ["actor_rollout_ref.actor.ulysses_sequence_parallel_size=3"])
     assert violations(config, "eval_lcb_80k", resolve_model("Qwen/Qwen3-14B")) == []
