@@ -96,6 +96,8 @@ def launch_env(local_slurm, work: Path, ray_root: Path, hub: Path, data: Path, *
         "RAY_TMP_ROOT": str(ray_root),
         "RAY_PORT": str(local_slurm.free_port()),
         "RAY_START_ARGS": "--object-store-memory=100000000",
+        # no idle workers prestarted for each driver (recipe/nouscoder/cpu: size_local_ray_cluster says why)
+        "RAY_prestart_worker_first_driver": "0",
         "RAY_HEAD_START_ARGS": port_flags(local_slurm.free_port, HEAD_PORTS + NODE_PORTS)
         + " --include-dashboard=false",
         # Nodes of the two-node test share this host: the worker's services need ports of their own.

@@ -46,7 +46,9 @@ def test_composing_does_not_import_verl():
 def test_pkg_entries_become_the_installed_directory_and_others_stay():
     import verl
 
-    assert package_directory("pkg://verl.trainer.config") == f"file://{Path(verl.__file__).parent / 'trainer' / 'config'}"
+    assert (
+        package_directory("pkg://verl.trainer.config") == f"file://{Path(verl.__file__).parent / 'trainer' / 'config'}"
+    )
     assert package_directory("file:///somewhere") == "file:///somewhere"
     assert package_directory("pkg://no_such_package_here.config") == "pkg://no_such_package_here.config"
     assert package_directory("pkg://verl.no_such_directory") == "pkg://verl.no_such_directory"

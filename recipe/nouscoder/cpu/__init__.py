@@ -133,7 +133,9 @@ def learning_inputs(config_name: str, inputs_dir: Path) -> list[str]:
 
 
 def size_local_ray_cluster(config: DictConfig) -> None:
-    """Logical CPUs/GPUs of the Ray cluster that ``ray.init`` starts here (none when joining a running cluster)."""
+    """Logical CPUs/GPUs of the Ray cluster that ``ray.init`` starts here (none when joining a running cluster), and
+    no prestarted workers: Ray starts one idle Python worker per core when the driver connects, but verl's actors
+    each run in a worker of their own runtime env, so those stay idle (~1 s of CPU each, per run, on 2 cores)."""
     if os.environ.get("RAY_ADDRESS"):
         return
     trainer, rollout = config.trainer, config.actor_rollout_ref.rollout
@@ -143,6 +145,7 @@ def size_local_ray_cluster(config: DictConfig) -> None:
         ray_init = config.ray_kwargs.ray_init
         ray_init.num_gpus = ray_init.get("num_gpus") or devices
         ray_init.num_cpus = ray_init.get("num_cpus") or int(config.nouscoder.cpu.logical_cpus)
+        ray_init._system_config = {"prestart_worker_first_driver": False, **(ray_init.get("_system_config") or {})}
 
 
 def prepare_cpu_run(config: DictConfig) -> None:
