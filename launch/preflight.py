@@ -72,7 +72,7 @@ from run_plan import (
     stage_cost,
 )
 from site_check import local_model_dir, site_needs
-from verl_shapes import violations
+from verl_shapes import non_positive_sizes, violations
 
 from recipe.nouscoder.run.required_values import check_required_values
 from recipe.nouscoder.run.validation_coverage import runs_validation
@@ -481,6 +481,8 @@ def preflight(args: argparse.Namespace) -> None:
             fitted[chain.stages[0]], [f"actor_rollout_ref.model.path={args.model}"]
         )
     check_required(chain, fitted)
+    if sizes := [line for name, config in fitted.items() for line in non_positive_sizes(config, name)]:
+        raise PreflightError("\n".join(sizes))
     first = fitted[chain.stages[0]]
     model = str(first.actor_rollout_ref.model.path)
     basis = resolve_basis(args, first)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from model_spec import ModelSpec
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from recipe.nouscoder.configs import compose_experiment, experiment_names
 
@@ -98,6 +98,32 @@ class Shape:
         if self.separate_async:
             return f"{self.trainer_gpus} train + {self.rollout_gpus} rollout"
         return f"{self.trainer_gpus} colocated"
+
+
+SIZES = (
+    "data.train_batch_size",
+    "data.max_prompt_length",
+    "data.max_response_length",
+    "actor_rollout_ref.actor.ppo_mini_batch_size",
+    "actor_rollout_ref.actor.ulysses_sequence_parallel_size",
+    "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.rollout.val_kwargs.n",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size",
+    "actor_rollout_ref.rollout.max_num_seqs",
+    "trainer.v1.separate_async.parameter_sync_step",
+)
+"""Counts and lengths every rule below divides by or multiplies with: each must be a positive integer."""
+
+
+def non_positive_sizes(config: DictConfig, name: str) -> list[str]:
+    """Each of SIZES that the config sets to something other than a positive integer, as a line naming it (a size
+    the config does not have, as parameter_sync_step outside the separate-async trainer, is not checked)."""
+    problems = []
+    for key in SIZES:
+        value = OmegaConf.select(config, key, default=None)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            problems.append(f"{name}: {key}={value} must be a positive integer")
+    return problems
 
 
 @dataclass(frozen=True)

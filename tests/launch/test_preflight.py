@@ -147,6 +147,25 @@ def test_deepcoder_on_six_nodes_is_refused_naming_the_rule_and_what_fits(tmp_pat
     assert "(verl 0.9.1 workers/engine_workers.py:267, mini-batch sequences by data-parallel size)" in err
 
 
+@pytest.mark.parametrize(
+    "override",
+    [
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=0",
+        "actor_rollout_ref.actor.ulysses_sequence_parallel_size=0",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=0",
+        "actor_rollout_ref.rollout.n=0",
+        "data.max_response_length=0",
+        "trainer.v1.separate_async.parameter_sync_step=-2",
+    ],
+)
+def test_a_size_that_is_not_positive_is_named_for_each_config(tmp_path, capsys, override):
+    """Sizes the rules divide by: a zero is one line per config, not a ZeroDivisionError of a later check."""
+    _, err = run(tmp_path, capsys, "--nodes", "4", *DEEPCODER, override, status=2)
+    key, value = override.split("=")
+    for name in ("deepcoder_16k", "deepcoder_32k", "eval_lcb_v5_64k"):
+        assert f"preflight: ERROR: {name}: {key}={value} must be a positive integer" in err
+
+
 def test_deepcoder_on_four_nodes_passes_and_its_second_stage_needs_no_path(tmp_path, capsys):
     out, err = run(tmp_path, capsys, "--nodes", "4", *DEEPCODER)
     assert out[("steps", "deepcoder_16k")] == "588" and out[("steps", "deepcoder_32k")] == "134"
