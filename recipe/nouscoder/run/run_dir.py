@@ -22,13 +22,16 @@ to `$VERL_FILE_LOGGER_PATH` (else `./<project_name>/<experiment_name>.jsonl`); `
 FileLogger truncates its file when it opens it, so on a resumed run `main` first renames the old file to
 `metrics.<k>.jsonl` (next free k); the segments are read in order k = 1, 2, ..., then `metrics.jsonl`. Validation
 at step N is logged in step N's line (V1 trainer `fit`: checkpoint saved, then `_validate`, then one
-`logger.log`); the validation before training is logged at step 0, which has no checkpoint.
+`logger.log`); the validation before training is logged at step 0, which has no checkpoint. A line that is not such
+an object (the cut-off last line of a node that lost power, a disk that filled) is reported on stderr with its file
+and line number and skipped; the other lines are read.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 METRICS_FILE_NAME = "metrics.jsonl"
@@ -85,11 +88,20 @@ def read_step_metrics(metrics_file: Path) -> dict[int, dict[str, float]]:
         )
     by_step: dict[int, dict[str, float]] = {}
     for segment in metrics_segments(metrics_file):
-        for line_number, line in enumerate(segment.read_text().splitlines(), start=1):
+        for line_number, line in enumerate(segment.read_text(errors="replace").splitlines(), start=1):
             if not line.strip():
                 continue
-            record = json.loads(line)
-            if "step" not in record or not isinstance(record.get("data"), dict):
-                raise ValueError(f"{segment}:{line_number}: expected verl FileLogger line {{'step', 'data'}}")
-            by_step.setdefault(int(record["step"]), {}).update(record["data"])
+            try:
+                record = json.loads(line)
+                step, data = int(record["step"]), record["data"]
+                if not isinstance(data, dict):
+                    raise TypeError("data is not an object")
+            except (ValueError, KeyError, TypeError) as error:
+                print(
+                    f"WARNING: {segment}:{line_number}: not a verl FileLogger line {{'step': N, 'data': {{...}}}} "
+                    f"({type(error).__name__}: {str(error)[:80]}); skipped: {line[:80]!r}",
+                    file=sys.stderr,
+                )
+                continue
+            by_step.setdefault(step, {}).update(data)
     return by_step

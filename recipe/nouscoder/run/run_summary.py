@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> None:
         prog="python -m recipe.nouscoder.run.run_summary", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("run_dir", type=Path, help="the run's trainer.default_local_dir")
-    print(summary(parser.parse_args(argv).run_dir.resolve()))
+    try:
+        print(summary(parser.parse_args(argv).run_dir.resolve()))
+    except FileNotFoundError as missing:
+        parser.error(str(missing))
 
 
 if __name__ == "__main__":

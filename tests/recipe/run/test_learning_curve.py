@@ -5,6 +5,7 @@ import json
 import pytest
 
 from recipe.nouscoder.run.learning_curve import training_pass_rate, validation_curve
+from recipe.nouscoder.run.run_summary import main as run_summary_main
 from recipe.nouscoder.run.run_summary import summary
 
 VALIDATED = {"val-core/nouscoder-cpu-learn/acc/mean@4": 0.25, "val-aux/nouscoder-cpu-learn/acc/std@4": 0.1}
@@ -38,3 +39,10 @@ def test_run_summary_prints_the_held_out_curve_of_a_run_without_checkpoints(tmp_
     assert "held-out pass rate (verl validation): step 0: 0.25  step 2: 0.25" in text
     assert "checkpoints: none" in text  # trainer.save_freq=-1, as debug_cpu_learn
     assert len([line for line in text.splitlines() if line.startswith(("   1 ", "   2 "))]) == 2
+
+
+def test_run_summary_of_a_directory_without_metrics_says_so_without_a_traceback(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        run_summary_main([str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert f"error: metrics file {tmp_path / 'metrics.jsonl'} not found" in capsys.readouterr().err
