@@ -90,10 +90,8 @@ def searchpath_override(name: str, overrides: Sequence[str]) -> list[str]:
 
     if any(item.lstrip("+").startswith("hydra.searchpath=") for item in overrides):
         return []
-    path = config_dir() / f"{name.removesuffix('.yaml')}.yaml"
-    declared = (
-        ((yaml.safe_load(path.read_text()) or {}).get("hydra") or {}).get("searchpath") if path.is_file() else None
-    )
+    experiment = yaml.safe_load((config_dir() / f"{name.removesuffix('.yaml')}.yaml").read_text()) or {}
+    declared = (experiment.get("hydra") or {}).get("searchpath")
     if not declared:
         return []
     return ["hydra.searchpath=[" + ",".join(repr(package_directory(entry)) for entry in declared) + "]"]

@@ -134,8 +134,8 @@ def learning_inputs(config_name: str, inputs_dir: Path) -> list[str]:
 
 def size_local_ray_cluster(config: DictConfig) -> None:
     """Logical CPUs/GPUs of the Ray cluster that ``ray.init`` starts here (none when joining a running cluster), and
-    no prestarted workers: Ray starts one idle Python worker per core when the driver connects, but verl's actors
-    each run in a worker of their own runtime env, so those stay idle (~1 s of CPU each, per run, on 2 cores)."""
+    no prestarted workers: Ray starts an idle Python worker per core when the driver connects (~1 s of CPU each);
+    measured, verl's actors left them idle (3 per learning run on 2 cores, 1 idle worker at the end without them)."""
     if os.environ.get("RAY_ADDRESS"):
         return
     trainer, rollout = config.trainer, config.actor_rollout_ref.rollout
