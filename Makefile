@@ -1,5 +1,5 @@
 # `make demo` and `make test` each create (or reuse) .venv and install what they need.
-# torch is installed first, pinned to the CPU build on this disk, so that verl does not pull a CUDA build.
+# torch is pinned to the CPU build on this disk in the same resolver pass, so that verl does not pull a CUDA build.
 SHELL := /bin/bash
 PYTHON ?= python3
 # The grader's sandbox mounts its own scratch tmpfs on /tmp, so an interpreter installed under /tmp cannot be seen
@@ -150,10 +150,9 @@ lint: setup
 # (tests/conftest.py).
 UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
 INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_CPU_TESTS)
-# The vLLM tier's venv (about 2 minutes of pip, all CPU, with the packages on this machine's disk or in pip's cache)
-# is built in the background from the start, beside `make setup` (pip keeps one core busy: the other was idle) and then
-# lint, the dependency checks and the unit tier; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are shown if it
-# fails. Lint (mypy) and the dependency checks (pip's resolver) each keep one core busy (figures: docs/DESIGN.md
+# The vLLM tier's venv (about 1 minute of uv, 2 with pip) is built in the background from the start, beside
+# `make setup` and then lint and the dependency checks; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are
+# shown if it fails. Lint (mypy) and the dependency checks (pip's resolver) each keep one core busy (figures: docs/DESIGN.md
 # "Conventions"): they run side by side, the checks' output shown when both are done.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
 DEPS_CHECK_LOG = $(VENV)/deps-check.log
