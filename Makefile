@@ -152,8 +152,8 @@ UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
 INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_CPU_TESTS)
 # The vLLM tier's venv (about 1 minute of uv, 2 with pip) is built in the background from the start, beside
 # `make setup` and then lint and the dependency checks; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are
-# shown if it fails. Lint (mypy) and the dependency checks (pip's resolver) each keep one core busy (figures: docs/DESIGN.md
-# "Conventions"): they run side by side, the checks' output shown when both are done.
+# shown if it fails. Lint (mypy) and the dependency checks (pip's resolver) each keep one core busy (figures:
+# docs/DESIGN.md "Conventions"): they run side by side, the checks' output shown when both are done.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
 DEPS_CHECK_LOG = $(VENV)/deps-check.log
 # Seconds each tier of `make test` may take on a 2-core machine from a fresh clone, and the whole run; the table at the

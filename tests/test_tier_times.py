@@ -1,15 +1,10 @@
 """.ci/tier_times.py: the per-tier table at the end of `make test` reports a tier over its budget without failing."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "tier_times.py"
-spec = importlib.util.spec_from_file_location("tier_times", SCRIPT)
-tier_times = sys.modules["tier_times"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tier_times)
+from tests.ci_scripts import load_ci_script
+
+tier_times = load_ci_script("tier_times")
 
 
 def test_a_tier_over_its_budget_is_reported_and_the_run_still_exits_zero(tmp_path, capsys):

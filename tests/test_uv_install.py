@@ -1,17 +1,15 @@
 """.ci/uv_install.py: `make setup` installs with uv under the package indexes pip is configured with. pip's own
 ``pip config list`` reads a config file and PIP_* variables made here; a stand-in ``uv`` records what it was given."""
 
-import importlib.util
 import json
 import os
 import stat
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "uv_install.py"
-spec = importlib.util.spec_from_file_location("uv_install", SCRIPT)
-uv_install = sys.modules["uv_install"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(uv_install)
+from tests.ci_scripts import load_ci_script
+
+uv_install = load_ci_script("uv_install")
 
 PIP_CONFIG = """[global]
 index-url = https://mirror.example/simple
