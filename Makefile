@@ -46,7 +46,7 @@ VLLM_CPU_TIER := -n 2 --dist loadscope --no-loadscope-reorder --durations=10
 
 # The CPU venvs (.venv, the vLLM tier's) are installed by uv, which pip puts into each venv first: it resolves, unpacks
 # and byte-compiles on every core, with the package indexes pip is configured with (.ci/uv_install.py; figures:
-# docs/DESIGN.md "Conventions"). INSTALLER=pip installs with pip alone. The cluster's venv (setup-gpu) uses pip.
+# docs/DESIGN.md "Test time"). INSTALLER=pip installs with pip alone. The cluster's venv (setup-gpu) uses pip.
 INSTALLER ?= uv
 # $(call install_into,PYTHON,REQUIREMENTS): pip (upgraded first) and uv into PYTHON's venv, then the requirements.
 install_into = $(1) -m pip install -q --upgrade pip $(if $(filter pip,$(INSTALLER)),&& $(1) -m pip install -q $(2),uv \
@@ -153,13 +153,13 @@ INTEGRATION_TIER = -n 2 --dist loadscope --no-loadscope-reorder --ignore=$(VLLM_
 # The vLLM tier's venv (about 1 minute of uv, 2 with pip) is built in the background from the start, beside
 # `make setup` and then lint and the dependency checks; its output goes to VLLM_CPU_SETUP_LOG, whose last lines are
 # shown if it fails. Lint (mypy) and the dependency checks (pip's resolver) each keep one core busy (figures:
-# docs/DESIGN.md "Conventions"): they run side by side, the checks' output shown when both are done.
+# docs/DESIGN.md "Test time"): they run side by side, the checks' output shown when both are done.
 VLLM_CPU_SETUP_LOG = $(VENV)/setup-vllm-cpu.log
 DEPS_CHECK_LOG = $(VENV)/deps-check.log
 # Seconds each tier of `make test` may take on a 2-core machine from a fresh clone, and the whole run; the table at the
 # end reports a tier over its budget (.ci/tier_times.py) without failing the run, and the CPU seconds the machine spent
 # in each tier (busy ticks of /proc/stat's `cpu` line, read as a tier starts and ends). How they were set:
-# docs/DESIGN.md "Conventions".
+# docs/DESIGN.md "Test time".
 TIER_BUDGETS ?= setup=200 unit=240 integration=1000 vllm=330 total=1700
 TEST_TIMES = $(VENV)/test-times.txt
 test:

